@@ -1,0 +1,34 @@
+#!/bin/sh
+# Installs everything skywalking-c needs to build, test and benchmark on Debian 12.
+# Idempotent: packages already present are left alone. Run as root or with sudo available.
+set -eu
+
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
+
+# Build: compilers (gcc for default/tsan, clang for asan and libFuzzer), cmake, ninja.
+# Libraries: protobuf-c (SegmentObject encoding), gRPC core C API (OAP reporter), zlib (gzip).
+# Tests: criterion (unit tests), kcat (independent Kafka consumer), a JDK and Maven (the real
+# Apache Kafka broker), curl and libmicrohttpd (preload tests), librdkafka (producer benchmark
+# baseline), python3 grpcio (test collector), wrk (load generator).
+PACKAGES="build-essential cmake ninja-build pkg-config clang libclang-rt-14-dev llvm clang-format
+  libprotobuf-c-dev protobuf-c-compiler libgrpc-dev zlib1g-dev
+  libcriterion-dev kcat default-jdk-headless maven curl libcurl4-openssl-dev libmicrohttpd-dev
+  librdkafka-dev python3 python3-grpcio python3-grpc-tools python3-protobuf wrk"
+
+missing=""
+for p in $PACKAGES; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+    echo "install-deps: installing:$missing"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null
+fi
+
+# Project-local caches that tests use (the Kafka broker's jars), when their scripts exist.
+here=$(cd "$(dirname "$0")" && pwd)
+for fetch in "$here"/fetch-*.sh; do
+    [ -x "$fetch" ] && "$fetch"
+done
+echo "install-deps: done"

@@ -33,10 +33,10 @@ extern "C" {
 #endif
 
 /* Error codes: 0 is success, every error is negative. */
-#define DC_ERRNO_MAP(X)                                                                            \
-    X(INVAL, -1, "invalid argument")                                                               \
-    X(NOMEM, -2, "out of memory")                                                                  \
-    X(STATE, -3, "operation not allowed in the carrier's current state")                           \
+#define DC_ERRNO_MAP(X)                                                  \
+    X(INVAL, -1, "invalid argument")                                     \
+    X(NOMEM, -2, "out of memory")                                        \
+    X(STATE, -3, "operation not allowed in the carrier's current state") \
     X(THREAD, -4, "could not start a consumer thread")
 
 typedef enum dc_errno {

@@ -1,0 +1,324 @@
+/*
+ * datacarrier_bench.c - DataCarrier throughput against a bounded queue built on one pthread
+ * mutex and two condition variables with the same capacity, measured in the same run.
+ *
+ *   datacarrier_bench [--smoke] [--seconds S]
+ *
+ * Scenarios: 1P1C, 2P1C, 4P2C (producers x consumer threads), each for IF_POSSIBLE, BLOCKING
+ * and the mutex queue. Producers store as fast as they can for S seconds (1 by default, 0.1
+ * with --smoke); throughput is items CONSUMED per second over the time from start until
+ * shutdown has drained everything, so IF_POSSIBLE gets no credit for dropped items (drops are
+ * reported separately). produce_ns is the cost of one dc_produce on an uncontended carrier
+ * with room (one producer, no consumer running), averaged over many rounds.
+ *
+ * Last line: name=value pairs (ratio_* = IF_POSSIBLE / mutex, blocking_ratio_* = BLOCKING /
+ * mutex, raw items/s, drops, produce_ns, cpus_used).
+ *
+ * Reading the figures: cpus_used is the average CPU time this process got per wall second.
+ * Producers in IF_POSSIBLE never block, so when the machine is busy with other work (cpus_used
+ * well below the core count) they spend their slices dropping while the consumer waits for a
+ * slice of its own; the mutex queue's producers sleep instead and hand the CPU to its consumer.
+ * IF_POSSIBLE ratios are only meaningful with the machine otherwise idle.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "datacarrier.h"
+
+enum { CHANNELS = 4, BUFFER = 1024, CAPACITY = CHANNELS * BUFFER, MAX_THREADS = 8 };
+
+static double clock_s(clockid_t id)
+{
+    struct timespec ts;
+    clock_gettime(id, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static double now_s(void)
+{
+    return clock_s(CLOCK_MONOTONIC);
+}
+
+/* ---- Baseline: bounded queue under one mutex, consumers take everything available. ---- */
+
+typedef struct mutex_queue {
+    pthread_mutex_t mu;
+    pthread_cond_t not_full;
+    pthread_cond_t not_empty;
+    void *items[CAPACITY]; /* all fields below protected by mu */
+    size_t head, count;
+    int waiting_producers, waiting_consumers;
+    bool closed;
+} mutex_queue_t;
+
+static void mq_init(mutex_queue_t *q)
+{
+    memset(q, 0, sizeof *q);
+    pthread_mutex_init(&q->mu, NULL);
+    pthread_cond_init(&q->not_full, NULL);
+    pthread_cond_init(&q->not_empty, NULL);
+}
+
+static void mq_fini(mutex_queue_t *q)
+{
+    pthread_mutex_destroy(&q->mu);
+    pthread_cond_destroy(&q->not_full);
+    pthread_cond_destroy(&q->not_empty);
+}
+
+static bool mq_push(mutex_queue_t *q, void *item)
+{
+    pthread_mutex_lock(&q->mu);
+    while (q->count == CAPACITY && !q->closed) {
+        q->waiting_producers++;
+        pthread_cond_wait(&q->not_full, &q->mu);
+        q->waiting_producers--;
+    }
+    bool ok = !q->closed;
+    if (ok) {
+        q->items[(q->head + q->count) % CAPACITY] = item;
+        q->count++;
+        if (q->waiting_consumers) {
+            pthread_cond_signal(&q->not_empty);
+        }
+    }
+    pthread_mutex_unlock(&q->mu);
+    return ok;
+}
+
+/* Takes every item available (waits while empty); 0 once closed and empty. */
+static size_t mq_pop_all(mutex_queue_t *q, void **out)
+{
+    pthread_mutex_lock(&q->mu);
+    while (q->count == 0 && !q->closed) {
+        q->waiting_consumers++;
+        pthread_cond_wait(&q->not_empty, &q->mu);
+        q->waiting_consumers--;
+    }
+    size_t n = q->count;
+    for (size_t i = 0; i < n; i++) {
+        out[i] = q->items[(q->head + i) % CAPACITY];
+    }
+    q->head = (q->head + n) % CAPACITY;
+    q->count = 0;
+    if (n && q->waiting_producers) {
+        pthread_cond_broadcast(&q->not_full);
+    }
+    pthread_mutex_unlock(&q->mu);
+    return n;
+}
+
+static void mq_close(mutex_queue_t *q)
+{
+    pthread_mutex_lock(&q->mu);
+    q->closed = true;
+    pthread_cond_broadcast(&q->not_full);
+    pthread_cond_broadcast(&q->not_empty);
+    pthread_mutex_unlock(&q->mu);
+}
+
+/* ---- One scenario. ---- */
+
+typedef enum kind { KIND_IF_POSSIBLE, KIND_BLOCKING, KIND_MUTEX } kind_t;
+
+typedef struct scenario {
+    kind_t kind;
+    dc_carrier_t *carrier;
+    mutex_queue_t *queue;
+    _Atomic int stop;          /* set by main after the run time; relaxed polling */
+    _Atomic uint64_t consumed; /* sum over consumer threads (relaxed, read after join) */
+    _Atomic uint64_t sink;     /* keeps the consumer's read of items alive */
+} scenario_t;
+
+typedef struct result {
+    double items_per_s;
+    double cpus; /* CPU time of this process / wall time: how much of the machine we got */
+    uint64_t consumed, dropped;
+} result_t;
+
+static void consume_batch(void *ctx, void **items, size_t n)
+{
+    scenario_t *s = ctx;
+    uintptr_t sum = 0;
+    for (size_t i = 0; i < n; i++) {
+        sum += (uintptr_t)items[i];
+    }
+    atomic_fetch_add_explicit(&s->sink, sum, memory_order_relaxed);
+    atomic_fetch_add_explicit(&s->consumed, n, memory_order_relaxed);
+}
+
+static void *producer_main(void *arg)
+{
+    scenario_t *s = arg;
+    uintptr_t i = 1;
+    while (!atomic_load_explicit(&s->stop, memory_order_relaxed)) {
+        for (int k = 0; k < 256; k++, i++) {
+            if (s->kind == KIND_MUTEX) {
+                mq_push(s->queue, (void *)i);
+            } else {
+                dc_produce(s->carrier, (void *)i);
+            }
+        }
+    }
+    return NULL;
+}
+
+static void *mq_consumer_main(void *arg)
+{
+    scenario_t *s = arg;
+    void **batch = malloc(CAPACITY * sizeof(void *));
+    size_t n;
+    while ((n = mq_pop_all(s->queue, batch)) != 0) {
+        consume_batch(s, batch, n);
+    }
+    free(batch);
+    return NULL;
+}
+
+static result_t scenario_run(kind_t kind, int producers, int consumers, double seconds)
+{
+    scenario_t s = {.kind = kind};
+    mutex_queue_t *queue = NULL;
+    pthread_t prod[MAX_THREADS], cons[MAX_THREADS];
+    char err[256];
+    if (kind == KIND_MUTEX) {
+        queue = malloc(sizeof *queue);
+        mq_init(queue);
+        s.queue = queue;
+    } else {
+        dc_strategy_t st = kind == KIND_BLOCKING ? DC_STRATEGY_BLOCKING : DC_STRATEGY_IF_POSSIBLE;
+        s.carrier = dc_carrier_create("bench", CHANNELS, BUFFER, st,
+                                      dc_partitioner_thread(CHANNELS), err, sizeof err);
+        if (s.carrier == NULL) {
+            fprintf(stderr, "dc_carrier_create: %s\n", err);
+            exit(1);
+        }
+    }
+    double t0 = now_s();
+    double cpu0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
+    if (kind == KIND_MUTEX) {
+        for (int i = 0; i < consumers; i++) {
+            pthread_create(&cons[i], NULL, mq_consumer_main, &s);
+        }
+    } else if (dc_consume(s.carrier, consume_batch, NULL, &s, (uint32_t)consumers, 20) != 0) {
+        fprintf(stderr, "dc_consume failed\n");
+        exit(1);
+    }
+    for (int i = 0; i < producers; i++) {
+        pthread_create(&prod[i], NULL, producer_main, &s);
+    }
+    struct timespec run = {.tv_sec = (time_t)seconds,
+                           .tv_nsec = (long)((seconds - (double)(time_t)seconds) * 1e9)};
+    while (nanosleep(&run, &run) != 0 && errno == EINTR) {
+    }
+    atomic_store_explicit(&s.stop, 1, memory_order_relaxed);
+    for (int i = 0; i < producers; i++) {
+        pthread_join(prod[i], NULL);
+    }
+    result_t r = {0};
+    if (kind == KIND_MUTEX) {
+        mq_close(queue);
+        for (int i = 0; i < consumers; i++) {
+            pthread_join(cons[i], NULL);
+        }
+    } else {
+        dc_carrier_shutdown(s.carrier);
+        dc_stats_t st;
+        dc_carrier_stats(s.carrier, &st);
+        r.dropped = st.dropped;
+        dc_carrier_destroy(s.carrier);
+    }
+    double elapsed = now_s() - t0;
+    r.cpus = (clock_s(CLOCK_PROCESS_CPUTIME_ID) - cpu0) / elapsed;
+    r.consumed = atomic_load(&s.consumed);
+    r.items_per_s = (double)r.consumed / elapsed;
+    if (queue) {
+        mq_fini(queue);
+        free(queue);
+    }
+    return r;
+}
+
+/* ns per dc_produce: one thread, a carrier with room for every item, no consumer. */
+static double produce_cost_ns(int rounds)
+{
+    enum { N = 1 << 16 };
+    double total = 0;
+    for (int r = 0; r < rounds; r++) {
+        char err[256];
+        dc_carrier_t *c = dc_carrier_create("cost", 1, N, DC_STRATEGY_IF_POSSIBLE,
+                                            dc_partitioner_thread(1), err, sizeof err);
+        double t0 = now_s();
+        for (uintptr_t i = 1; i <= N; i++) {
+            dc_produce(c, (void *)i);
+        }
+        total += now_s() - t0;
+        dc_carrier_destroy(c);
+    }
+    return total * 1e9 / ((double)rounds * N);
+}
+
+int main(int argc, char **argv)
+{
+    double seconds = 1.0;
+    int rounds = 200;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--smoke") == 0) {
+            seconds = 0.1;
+            rounds = 10;
+        } else if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc) {
+            seconds = atof(argv[++i]);
+        } else {
+            fprintf(stderr, "usage: %s [--smoke] [--seconds S]\n", argv[0]);
+            return 2;
+        }
+    }
+    static const struct {
+        const char *name;
+        int p, c;
+    } shapes[] = {{"1p1c", 1, 1}, {"2p1c", 2, 1}, {"4p2c", 4, 2}};
+    static const char *kinds[] = {"if_possible", "blocking", "mutex"};
+    result_t res[3][3];
+    for (int sh = 0; sh < 3; sh++) {
+        for (int k = 0; k < 3; k++) {
+            res[sh][k] = scenario_run((kind_t)k, shapes[sh].p, shapes[sh].c, seconds);
+            printf("%-5s %-12s %12.0f items/s consumed, %12" PRIu64 " dropped, %.2f CPUs used\n",
+                   shapes[sh].name, kinds[k], res[sh][k].items_per_s, res[sh][k].dropped,
+                   res[sh][k].cpus);
+            fflush(stdout);
+        }
+    }
+    double produce_ns = produce_cost_ns(rounds);
+    printf("produce cost (1 producer, no contention): %.1f ns\n", produce_ns);
+
+    printf("ratio_1p1c=%.2f ratio_2p1c=%.2f ratio_4p2c=%.2f blocking_ratio_1p1c=%.2f "
+           "blocking_ratio_2p1c=%.2f blocking_ratio_4p2c=%.2f produce_ns=%.1f",
+           res[0][0].items_per_s / res[0][2].items_per_s,
+           res[1][0].items_per_s / res[1][2].items_per_s,
+           res[2][0].items_per_s / res[2][2].items_per_s,
+           res[0][1].items_per_s / res[0][2].items_per_s,
+           res[1][1].items_per_s / res[1][2].items_per_s,
+           res[2][1].items_per_s / res[2][2].items_per_s, produce_ns);
+    double cpus = 0;
+    for (int sh = 0; sh < 3; sh++) {
+        for (int k = 0; k < 3; k++) {
+            cpus += res[sh][k].cpus / 9;
+        }
+    }
+    printf(" cpus_used=%.2f", cpus);
+    for (int sh = 0; sh < 3; sh++) {
+        printf(" ifp_%s=%.0f blk_%s=%.0f mutex_%s=%.0f drops_%s=%" PRIu64, shapes[sh].name,
+               res[sh][0].items_per_s, shapes[sh].name, res[sh][1].items_per_s, shapes[sh].name,
+               res[sh][2].items_per_s, shapes[sh].name, res[sh][0].dropped);
+    }
+    printf("\n");
+    return 0;
+}

@@ -1,0 +1,314 @@
+/*
+ * skywalking.h - the public API of skywalking-c, a tracing agent for C and C++ programs that
+ * speaks Apache SkyWalking's v3 protocol.
+ *
+ * A program starts the agent once (sw_init), then opens and closes spans on any thread:
+ *
+ *     sw_init(NULL);                                   // configuration from the environment
+ *     sw_entry_span_begin("GET /orders", incoming_sw8); // sw8 may be NULL
+ *       sw_exit_span_begin("SELECT orders", "db:5432");
+ *       sw_span_tag("db.statement", "SELECT ...");
+ *       sw_span_end();
+ *     sw_span_end();                                   // stack empty: the segment is reported
+ *     sw_shutdown();                                   // drains and flushes the reporter
+ *
+ * Every thread keeps its own span stack (a SkyWalking TracingContext): a span is always opened
+ * and closed on the same thread, the innermost open span is "the active span" that the setters
+ * act on, and the thread's segment is finished and handed to the reporter when its last span
+ * ends. Spans carry SkyWalking's ids (span 0 is the first, its parent is -1).
+ *
+ * Threads: every function may be called from any thread. sw_init and sw_shutdown must not race
+ * each other, and sw_shutdown must not race span calls on other threads (call it after the
+ * program's own threads stopped tracing, e.g. at exit): spans still open elsewhere are then
+ * discarded safely when they end. Nothing here blocks on the network; span calls never block.
+ *
+ * When the agent is off (before sw_init, after sw_shutdown, after a failed sw_init) every call
+ * is a cheap no-op: begin/end pairs still balance, setters return SW_ENOSPAN.
+ *
+ * Errors: functions return 0 or a negative SW_E* code from the table below; sw_strerror and
+ * sw_err_name turn a code into text.
+ */
+#ifndef SKYWALKING_H
+#define SKYWALKING_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Error codes: 0 is success, every error is negative. */
+#define SW_ERRNO_MAP(X)                                                                           \
+    X(INVAL, -1, "invalid argument")                                                              \
+    X(NOMEM, -2, "out of memory")                                                                 \
+    X(CONFIG, -3, "invalid configuration")                                                        \
+    X(STATE, -4, "not allowed in the agent's current state")                                      \
+    X(NOSPAN, -5, "no active span on this thread")                                                \
+    X(NOTEXIT, -6, "the active span is not an exit span")                                         \
+    X(NOTRACED, -7, "the active span is not recorded (trace not sampled or over the span limit)") \
+    X(NOSPACE, -8, "the caller's buffer is too small")                                            \
+    X(LIMIT, -9, "a size or count limit was reached")                                             \
+    X(NOTFOUND, -10, "no such key")                                                               \
+    X(IO, -11, "input/output error")                                                              \
+    X(THREAD, -12, "could not start a thread")                                                    \
+    X(NOTSUP, -13, "not supported by this build")
+
+typedef enum sw_errno {
+#define SW_ERRNO_ENUM(name, code, text) SW_E##name = code,
+    SW_ERRNO_MAP(SW_ERRNO_ENUM)
+#undef SW_ERRNO_ENUM
+} sw_errno_t;
+
+/* Returns "SW_EINVAL" etc. for a code, "SW_OK" for 0, "unknown" otherwise. Never NULL. */
+const char *sw_err_name(int code);
+/* Returns the human message for a code. Never NULL. */
+const char *sw_strerror(int code);
+
+/* ----------------------------------------------------------------------------------------- */
+/* Configuration                                                                              */
+/* ----------------------------------------------------------------------------------------- */
+
+/*
+ * Every setting has the name of its environment variable (SkyWalking's names where they exist):
+ *
+ *   SW_AGENT_NAME                       service name (default: the program's name)
+ *   SW_AGENT_INSTANCE_NAME              instance name (default: <32 hex>@<hostname>)
+ *   SW_AGENT_SAMPLE                     traces sampled per 3 s; <= 0 means all (default -1)
+ *   SW_AGENT_SPAN_LIMIT                 spans per segment, 1..10000 (default 300)
+ *   SW_AGENT_IGNORE_SUFFIX              comma list; operations ending so are not traced
+ *   SW_AGENT_SEGMENT_ARENA_BYTES        per-segment bytes for strings/tags (default 16384)
+ *   SW_AGENT_COLLECTOR_BACKEND_SERVICES OAP gRPC address(es) (stored; gRPC reporter later)
+ *   SW_AGENT_AUTHENTICATION             OAP authentication token (stored)
+ *   SW_KAFKA_BOOTSTRAP_SERVERS          Kafka brokers (stored; Kafka reporter later)
+ *   SW_KAFKA_NAMESPACE                  topic prefix (stored)
+ *   SW_KAFKA_PRODUCER_CONFIG            extra producer settings (stored)
+ *   SW_REPORTER                         file | kafka | grpc (default: file)
+ *   SW_REPORTER_FILE_PATH               file reporter output (default skywalking-segments.bin)
+ *   SW_BUFFER_CHANNEL_SIZE              DataCarrier channels (default 5)
+ *   SW_BUFFER_BUFFER_SIZE               slots per channel (default 300)
+ *
+ * SW_AGENT_CONFIG=path names a file of `KEY=value` lines (# starts a comment); the environment
+ * overrides the file.
+ */
+#define SW_CONFIG_NAME_MAX 256
+#define SW_CONFIG_TEXT_MAX 1024
+
+typedef struct sw_config {
+    char service_name[SW_CONFIG_NAME_MAX];
+    char instance_name[SW_CONFIG_NAME_MAX];
+    int32_t sample_n_per_3_secs;
+    uint32_t span_limit_per_segment;
+    uint32_t segment_arena_bytes;
+    char ignore_suffix[SW_CONFIG_TEXT_MAX];
+    char backend_services[SW_CONFIG_TEXT_MAX];
+    char authentication[SW_CONFIG_NAME_MAX];
+    char kafka_bootstrap_servers[SW_CONFIG_TEXT_MAX];
+    char kafka_namespace[SW_CONFIG_NAME_MAX];
+    char kafka_producer_config[SW_CONFIG_TEXT_MAX];
+    char reporter[16];
+    char file_path[SW_CONFIG_TEXT_MAX];
+    uint32_t buffer_channel_size;
+    uint32_t buffer_buffer_size;
+} sw_config_t;
+
+/* Fills `cfg` with the defaults (empty names are resolved by sw_init). Any thread. */
+void sw_config_init(sw_config_t *cfg);
+
+/*
+ * Sets one setting by its environment name (`key`, e.g. "SW_AGENT_SAMPLE") from text. Returns 0,
+ * or SW_ECONFIG for an unknown key or a bad value, with a message naming the key written to
+ * errbuf (if not NULL); `cfg` is then unchanged. Any thread; pure (no I/O).
+ */
+int sw_config_set(sw_config_t *cfg, const char *key, const char *value, char *errbuf,
+                  size_t errlen);
+
+/*
+ * Applies the file named by SW_AGENT_CONFIG (if set), then every known SW_* environment
+ * variable. Returns 0 or SW_ECONFIG (message naming the key, and file and line, in errbuf).
+ * On error `cfg` may hold the settings applied before the bad one. Reads the file; any thread.
+ */
+int sw_config_load(sw_config_t *cfg, char *errbuf, size_t errlen);
+
+/* ----------------------------------------------------------------------------------------- */
+/* Lifecycle                                                                                  */
+/* ----------------------------------------------------------------------------------------- */
+
+/*
+ * Starts the agent: with `cfg` (copied) or, when NULL, the defaults + sw_config_load().
+ * Opens the reporter (the file reporter by default) and starts one consumer thread. Returns 0;
+ * SW_ECONFIG (a message naming the setting is printed to stderr, the agent stays off);
+ * SW_ESTATE if already running; SW_EIO if the reporter cannot open its output; SW_ENOTSUP for a
+ * reporter this build lacks; SW_ENOMEM; SW_ETHREAD. The host program keeps running either way.
+ */
+int sw_init(const sw_config_t *cfg);
+
+/*
+ * Stops the agent: new spans become no-ops, every finished segment is encoded and handed to the
+ * reporter, the reporter is flushed and closed, and the counters of this run stay readable
+ * through sw_stats. Blocks until the consumer thread has drained (bounded by the queue size).
+ * Returns 0 or SW_ESTATE when not running. Also registered with atexit() by sw_init.
+ */
+int sw_shutdown(void);
+
+/* True while the agent runs. Any thread; never blocks. */
+bool sw_enabled(void);
+
+/* ----------------------------------------------------------------------------------------- */
+/* Spans                                                                                      */
+/* ----------------------------------------------------------------------------------------- */
+
+typedef enum sw_span_type {
+    SW_SPAN_ENTRY = 0,
+    SW_SPAN_EXIT = 1,
+    SW_SPAN_LOCAL = 2,
+} sw_span_type_t;
+
+typedef enum sw_layer {
+    SW_LAYER_UNKNOWN = 0,
+    SW_LAYER_DATABASE = 1,
+    SW_LAYER_RPC_FRAMEWORK = 2,
+    SW_LAYER_HTTP = 3,
+    SW_LAYER_MQ = 4,
+    SW_LAYER_CACHE = 5,
+    SW_LAYER_FAAS = 6,
+} sw_layer_t;
+
+/*
+ * Opens an entry span (a request arriving in this process). `sw8` is the incoming `sw8` header
+ * value or NULL; a valid one continues the upstream trace (a CrossProcess reference is recorded
+ * and its sample flag decides sampling), an invalid one is ignored (counted in
+ * sw_stats.sw8_invalid). `operation` is copied. Every begin must be paired with sw_span_end on
+ * the same thread, whatever the agent state. Never blocks, never allocates in steady state.
+ */
+void sw_entry_span_begin(const char *operation, const char *sw8);
+
+/* Same, also taking the incoming `sw8-correlation` and `sw8-x` values (each may be NULL). */
+void sw_entry_span_begin_headers(const char *operation, const char *sw8,
+                                 const char *sw8_correlation, const char *sw8_x);
+
+/* Opens an exit span (a call to another process) to `peer` ("host:port", copied, may be NULL). */
+void sw_exit_span_begin(const char *operation, const char *peer);
+
+/* Opens a local span (work inside the process). `operation` is copied. */
+void sw_local_span_begin(const char *operation);
+
+/* Closes the active span; when it was the thread's last, the segment goes to the reporter. */
+void sw_span_end(void);
+
+/*
+ * Setters on the active span. They return 0, SW_ENOSPAN (no open span or agent off) or
+ * SW_ENOTRACED (the span is not recorded: unsampled or over the limit; nothing to do). Strings
+ * are copied into the segment's bounded arena; when it is full they are truncated or the tag is
+ * dropped, and sw_stats.arena_truncated counts it.
+ */
+int sw_span_set_component(int32_t component_id);
+int sw_span_set_layer(sw_layer_t layer);
+int sw_span_set_peer(const char *peer);
+int sw_span_set_error(bool is_error);
+int sw_span_tag(const char *key, const char *value);
+
+typedef struct sw_kv {
+    const char *key;
+    const char *value;
+} sw_kv_t;
+
+/* Adds a log (an event with the current time) made of `n` key/value pairs (n >= 1). */
+int sw_span_log(const sw_kv_t *kvs, size_t n);
+
+/* ----------------------------------------------------------------------------------------- */
+/* Propagation                                                                                */
+/* ----------------------------------------------------------------------------------------- */
+
+/* Buffer sizes that always suffice for sw_inject (longer operation names are truncated). */
+#define SW_SW8_MAX                2048
+#define SW_CORRELATION_HEADER_MAX 1100
+#define SW_SW8_X_MAX              32
+
+/*
+ * Writes the outgoing header values for the active exit span: `sw8`, `sw8-correlation` (empty
+ * when there is no correlation data) and `sw8-x`, each NUL-terminated into a caller buffer (a
+ * NULL buffer skips that header). Returns 0; SW_ENOSPAN; SW_ENOTEXIT; SW_ENOTRACED (unsampled:
+ * send no sw8); SW_ENOSPACE (a buffer too small; all three are then empty strings). Any thread,
+ * about its own active span; never blocks.
+ */
+int sw_inject(char *sw8, size_t sw8_len, char *correlation, size_t correlation_len, char *sw8_x,
+              size_t sw8_x_len);
+
+/* Correlation data travels with the trace in `sw8-correlation`. */
+#define SW_CORRELATION_MAX_ELEMENTS 3
+#define SW_CORRELATION_VALUE_MAX    128 /* bytes, keys and values, without the NUL */
+
+typedef struct sw_correlation {
+    uint32_t count;
+    struct {
+        char key[SW_CORRELATION_VALUE_MAX + 1];
+        char value[SW_CORRELATION_VALUE_MAX + 1];
+    } items[SW_CORRELATION_MAX_ELEMENTS];
+} sw_correlation_t;
+
+/*
+ * Sets `key` to `value` in the current trace's correlation data (value NULL or "" removes it).
+ * Returns 0; SW_EINVAL (empty key); SW_ELIMIT (key or value longer than 128 bytes, or a 4th key);
+ * SW_ENOSPAN; SW_ENOTRACED.
+ */
+int sw_correlation_set(const char *key, const char *value);
+
+/* Copies the value of `key` into buf. Returns its length, SW_ENOTFOUND, SW_ENOSPACE, SW_ENOSPAN
+ * or SW_ENOTRACED. */
+int sw_correlation_get(const char *key, char *buf, size_t len);
+
+/*
+ * A captured position in a trace, to continue it on another thread. A plain value: copy it,
+ * keep it on the stack, hand it over; there is nothing to free. Treat the fields as private.
+ */
+typedef struct sw_snapshot {
+    int32_t span_id; /* -1: not captured */
+    char trace_id[256];
+    char segment_id[96];
+    char endpoint[256];
+    sw_correlation_t correlation;
+} sw_snapshot_t;
+
+/*
+ * Captures the active span into `snap`. Returns 0, SW_ENOSPAN or SW_ENOTRACED (then snap is
+ * marked invalid and sw_continue will ignore it). Never blocks.
+ */
+int sw_capture(sw_snapshot_t *snap);
+
+/*
+ * Links the active span of this thread to a captured span (a CrossThread reference) and joins
+ * its trace and correlation data. Typical: sw_local_span_begin("work"); sw_continue(&snap).
+ * Returns 0, SW_EINVAL (NULL or not captured), SW_ENOSPAN, SW_ENOTRACED or SW_ELIMIT (too many
+ * references on this segment).
+ */
+int sw_continue(const sw_snapshot_t *snap);
+
+/* ----------------------------------------------------------------------------------------- */
+/* Counters                                                                                   */
+/* ----------------------------------------------------------------------------------------- */
+
+typedef struct sw_stats {
+    uint64_t segments_finished;  /* sampled segments whose last span ended */
+    uint64_t segments_reported;  /* written/accepted by the reporter */
+    uint64_t segments_dropped;   /* queue full or agent stopping: never reached the reporter */
+    uint64_t segments_failed;    /* encode or reporter errors */
+    uint64_t traces_sampled_out; /* trace starts not sampled (sampler or upstream flag 0) */
+    uint64_t traces_ignored;     /* trace starts ignored by SW_AGENT_IGNORE_SUFFIX */
+    uint64_t spans_limited;      /* spans not recorded because a segment hit its span limit */
+    uint64_t arena_truncated;    /* strings truncated or tags/logs dropped: segment arena full */
+    uint64_t sw8_invalid;        /* incoming sw8 values rejected as malformed */
+} sw_stats_t;
+
+/*
+ * Reads the counters of the running agent, or of the last run after sw_shutdown. Exact after
+ * sw_shutdown: segments_finished == reported + dropped + failed. Any thread; takes a short lock.
+ */
+void sw_stats(sw_stats_t *stats);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SKYWALKING_H */

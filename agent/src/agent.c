@@ -1,0 +1,220 @@
+/*
+ * agent.c - the agent's lifecycle: sw_init, sw_shutdown, sw_stats, and the fork hook.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent_internal.h"
+#include "config/config.h"
+#include "core/context.h"
+#include "report/pipeline.h"
+
+/*
+ * lifecycle serialises sw_init and sw_shutdown (global: the agent is process-wide). It
+ * protects epoch_counter and the atexit/atfork flags. It is never taken on a span path.
+ */
+static pthread_mutex_t lifecycle = PTHREAD_MUTEX_INITIALIZER;
+static uint32_t epoch_counter;
+static bool hooks_registered;
+
+static int shutdown_impl(bool release_memory);
+
+/* At exit other threads may still be inside span calls: drain and flush, but free nothing
+   they could still touch (the process is ending; the memory stays reachable). */
+static void at_exit(void)
+{
+    if (atomic_load_explicit(&sw__epoch, memory_order_acquire) != 0)
+        (void)shutdown_impl(false);
+}
+
+static void after_fork_child(void)
+{
+    sw__agent_after_fork_child();
+}
+
+/* Splits the ignore list into the agent's table. Returns 0 or SW_ECONFIG. */
+static int ignore_parse(sw__agent_t *a, char *errbuf, size_t errlen)
+{
+    a->ignore_count = 0;
+    const char *p = a->config.ignore_suffix;
+    while (*p != '\0') {
+        while (*p == ' ' || *p == ',')
+            p++;
+        const char *start = p;
+        while (*p != '\0' && *p != ',')
+            p++;
+        size_t n = (size_t)(p - start);
+        while (n > 0 && start[n - 1] == ' ')
+            n--;
+        if (n == 0)
+            continue;
+        if (a->ignore_count == SW__IGNORE_MAX) {
+            sw__errbuf_printf(errbuf, errlen, "SW_AGENT_IGNORE_SUFFIX has more than %d entries",
+                              SW__IGNORE_MAX);
+            return SW_ECONFIG;
+        }
+        a->ignore[a->ignore_count].text = start;
+        a->ignore[a->ignore_count].len = n;
+        a->ignore_count++;
+    }
+    return 0;
+}
+
+/* Everything of sw_init that can fail, with the lifecycle lock held. */
+static int init_locked(const sw_config_t *cfg, char *errbuf, size_t errlen)
+{
+    sw__agent_t *a = &sw__agent;
+    if (cfg != NULL) {
+        a->config = *cfg;
+    } else {
+        sw_config_init(&a->config);
+        int rc = sw_config_load(&a->config, errbuf, errlen);
+        if (rc != 0)
+            return rc;
+    }
+    int rc = sw__config_finalize(&a->config, errbuf, errlen);
+    if (rc == 0)
+        rc = ignore_parse(a, errbuf, errlen);
+    if (rc != 0)
+        return rc;
+    sw__ids_seed();
+    if (sw__segment_pool_init(&a->pool, a->config.span_limit_per_segment,
+                              a->config.segment_arena_bytes) != 0) {
+        sw__errbuf_printf(errbuf, errlen,
+                          "SW_AGENT_SPAN_LIMIT / SW_AGENT_SEGMENT_ARENA_BYTES "
+                          "out of range");
+        return SW_ECONFIG;
+    }
+    sw__sampler_init(&a->sampler, a->config.sample_n_per_3_secs);
+    atomic_store_explicit(&a->report_counters.reported, 0, memory_order_relaxed);
+    atomic_store_explicit(&a->report_counters.failed, 0, memory_order_relaxed);
+    rc =
+        sw__pipeline_start(&a->config, &a->pool, &a->report_counters, &a->pipeline, errbuf, errlen);
+    if (rc != 0)
+        return rc;
+    a->carrier = sw__pipeline_carrier(a->pipeline);
+    return 0;
+}
+
+int sw_init(const sw_config_t *cfg)
+{
+    pthread_mutex_lock(&lifecycle);
+    if (atomic_load_explicit(&sw__epoch, memory_order_relaxed) != 0) {
+        pthread_mutex_unlock(&lifecycle);
+        return SW_ESTATE;
+    }
+    char err[768] = "";
+    int rc = init_locked(cfg, err, sizeof err);
+    if (rc != 0) {
+        pthread_mutex_unlock(&lifecycle);
+        fprintf(stderr, "skywalking: %s (%s); the agent stays off\n", err[0] ? err : "sw_init",
+                sw_err_name(rc));
+        return rc;
+    }
+    uint32_t e = ++epoch_counter;
+    if (e == 0)
+        e = ++epoch_counter;
+    pthread_mutex_lock(&sw__agent.registry_lock);
+    memset(&sw__agent.retired, 0, sizeof sw__agent.retired);
+    memset(&sw__agent.last_run, 0, sizeof sw__agent.last_run);
+    sw__agent.registry_head = NULL;
+    sw__agent.run_epoch = e;
+    pthread_mutex_unlock(&sw__agent.registry_lock);
+    /* release: publishes the agent state; partner: the acquire load in sw__context_join. */
+    atomic_store_explicit(&sw__epoch, e, memory_order_release);
+    if (!hooks_registered) {
+        hooks_registered = true;
+        atexit(at_exit);
+        pthread_atfork(NULL, NULL, after_fork_child);
+    }
+    pthread_mutex_unlock(&lifecycle);
+    return 0;
+}
+
+int sw_shutdown(void)
+{
+    return shutdown_impl(true);
+}
+
+static int shutdown_impl(bool release_memory)
+{
+    pthread_mutex_lock(&lifecycle);
+    if (atomic_load_explicit(&sw__epoch, memory_order_relaxed) == 0) {
+        pthread_mutex_unlock(&lifecycle);
+        return SW_ESTATE;
+    }
+    /* From here on new spans are no-ops; segments finishing now are rejected and counted. */
+    atomic_store_explicit(&sw__epoch, 0, memory_order_release);
+    if (release_memory) {
+        sw__pipeline_stop(sw__agent.pipeline);
+        sw__agent.pipeline = NULL;
+        sw__agent.carrier = NULL;
+    } else {
+        sw__pipeline_drain(sw__agent.pipeline);
+    }
+    sw_stats_t st;
+    sw__registry_close(&st);
+    st.segments_reported =
+        atomic_load_explicit(&sw__agent.report_counters.reported, memory_order_acquire);
+    st.segments_failed =
+        atomic_load_explicit(&sw__agent.report_counters.failed, memory_order_acquire);
+    if (release_memory) {
+        sw__segment_pool_destroy(&sw__agent.pool);
+        sw__context_drop_stale(&sw__tls_context); /* the caller's own blocks */
+    }
+    pthread_mutex_lock(&sw__agent.registry_lock);
+    sw__agent.last_run = st;
+    pthread_mutex_unlock(&sw__agent.registry_lock);
+    pthread_mutex_unlock(&lifecycle);
+    return 0;
+}
+
+bool sw_enabled(void)
+{
+    return atomic_load_explicit(&sw__epoch, memory_order_relaxed) != 0;
+}
+
+void sw_stats(sw_stats_t *stats)
+{
+    if (stats == NULL)
+        return;
+    if (atomic_load_explicit(&sw__epoch, memory_order_acquire) == 0) {
+        pthread_mutex_lock(&sw__agent.registry_lock);
+        *stats = sw__agent.last_run;
+        pthread_mutex_unlock(&sw__agent.registry_lock);
+        return;
+    }
+    /* Reporter counters first (acquire, partner: the reporters' release adds), so a test that
+       sees N reported also sees the pool returns that preceded them. */
+    uint64_t reported =
+        atomic_load_explicit(&sw__agent.report_counters.reported, memory_order_acquire);
+    uint64_t failed = atomic_load_explicit(&sw__agent.report_counters.failed, memory_order_acquire);
+    sw__registry_sum(stats);
+    stats->segments_reported = reported;
+    stats->segments_failed = failed;
+}
+
+uint64_t sw__agent_blocks_allocated(void)
+{
+    return atomic_load_explicit(&sw__agent.pool.allocated, memory_order_relaxed);
+}
+
+void sw__agent_after_fork_child(void)
+{
+    /* The child has one thread and no consumer: the parent's run cannot continue here. Its
+       memory (carrier, buffered segments, reporter) is abandoned, never flushed twice; the
+       locks may have been held by other parent threads and are re-created. A child may call
+       sw_init again to trace with its own reporter thread and a new process uuid. */
+    sw__ids_reseed_after_fork();
+    pthread_mutex_init(&lifecycle, NULL);
+    pthread_mutex_init(&sw__agent.registry_lock, NULL);
+    if (atomic_load_explicit(&sw__epoch, memory_order_relaxed) != 0) {
+        atomic_store_explicit(&sw__epoch, 0, memory_order_relaxed);
+        sw__agent.pipeline = NULL;
+        sw__agent.carrier = NULL;
+        sw__agent.registry_head = NULL;
+        sw__agent.run_epoch = 0;
+        atomic_init(&sw__agent.pool.free_head, NULL);
+    }
+}

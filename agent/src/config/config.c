@@ -1,0 +1,234 @@
+/*
+ * config.c - the table of settings, defaults, and setting one value from text.
+ */
+#include "config.h"
+
+#include <errno.h> /* program_invocation_short_name */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../core/ids.h"
+
+typedef enum { KIND_TEXT, KIND_INT32, KIND_UINT32, KIND_REPORTER } kind_t;
+
+typedef struct key_desc {
+    const char *name;
+    kind_t kind;
+    size_t offset;
+    size_t size; /* KIND_TEXT: the array size */
+    int64_t min, max;
+} key_desc_t;
+
+#define TEXT(name, field)                                                                      \
+    {                                                                                          \
+        name, KIND_TEXT, offsetof(sw_config_t, field), sizeof(((sw_config_t *)0)->field), 0, 0 \
+    }
+#define NUM(name, kind, field, lo, hi)                      \
+    {                                                       \
+        name, kind, offsetof(sw_config_t, field), 0, lo, hi \
+    }
+
+static const key_desc_t keys[] = {
+    TEXT("SW_AGENT_NAME", service_name),
+    TEXT("SW_AGENT_INSTANCE_NAME", instance_name),
+    NUM("SW_AGENT_SAMPLE", KIND_INT32, sample_n_per_3_secs, INT32_MIN, INT32_MAX),
+    NUM("SW_AGENT_SPAN_LIMIT", KIND_UINT32, span_limit_per_segment, 1, 10000),
+    NUM("SW_AGENT_SEGMENT_ARENA_BYTES", KIND_UINT32, segment_arena_bytes, 1024, 1 << 24),
+    TEXT("SW_AGENT_IGNORE_SUFFIX", ignore_suffix),
+    TEXT("SW_AGENT_COLLECTOR_BACKEND_SERVICES", backend_services),
+    TEXT("SW_AGENT_AUTHENTICATION", authentication),
+    TEXT("SW_KAFKA_BOOTSTRAP_SERVERS", kafka_bootstrap_servers),
+    TEXT("SW_KAFKA_NAMESPACE", kafka_namespace),
+    TEXT("SW_KAFKA_PRODUCER_CONFIG", kafka_producer_config),
+    {"SW_REPORTER", KIND_REPORTER, offsetof(sw_config_t, reporter),
+     sizeof(((sw_config_t *)0)->reporter), 0, 0},
+    TEXT("SW_REPORTER_FILE_PATH", file_path),
+    NUM("SW_BUFFER_CHANNEL_SIZE", KIND_UINT32, buffer_channel_size, 1, 1024),
+    NUM("SW_BUFFER_BUFFER_SIZE", KIND_UINT32, buffer_buffer_size, 1, 1 << 20),
+};
+
+size_t sw__config_key_count(void)
+{
+    return sizeof keys / sizeof keys[0];
+}
+
+const char *sw__config_key_name(size_t i)
+{
+    return i < sw__config_key_count() ? keys[i].name : NULL;
+}
+
+void sw__errbuf_printf(char *errbuf, size_t errlen, const char *fmt, ...)
+{
+    if (errbuf == NULL || errlen == 0)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(errbuf, errlen, fmt, ap);
+    va_end(ap);
+}
+
+void sw_config_init(sw_config_t *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->sample_n_per_3_secs = -1;
+    cfg->span_limit_per_segment = 300;
+    cfg->segment_arena_bytes = 16384;
+    cfg->buffer_channel_size = 5;
+    cfg->buffer_buffer_size = 300;
+    snprintf(cfg->file_path, sizeof cfg->file_path, "skywalking-segments.bin");
+}
+
+static const key_desc_t *key_find(const char *key)
+{
+    for (size_t i = 0; i < sw__config_key_count(); i++) {
+        if (strcmp(keys[i].name, key) == 0)
+            return &keys[i];
+    }
+    return NULL;
+}
+
+/* Parses an optionally signed decimal of exactly len bytes within [min, max]. */
+static bool number_parse(const char *s, size_t len, int64_t min, int64_t max, int64_t *out)
+{
+    size_t i = 0;
+    bool neg = false;
+    if (len > 0 && (s[0] == '-' || s[0] == '+')) {
+        neg = s[0] == '-';
+        i = 1;
+    }
+    if (i == len || len - i > 12)
+        return false;
+    int64_t v = 0;
+    for (; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return false;
+        v = v * 10 + (s[i] - '0');
+    }
+    v = neg ? -v : v;
+    if (v < min || v > max)
+        return false;
+    *out = v;
+    return true;
+}
+
+int sw__config_set_n(sw_config_t *cfg, const char *key, const char *value, size_t len, char *errbuf,
+                     size_t errlen)
+{
+    if (cfg == NULL || key == NULL || (value == NULL && len > 0)) {
+        sw__errbuf_printf(errbuf, errlen, "sw_config_set: NULL argument");
+        return SW_ECONFIG;
+    }
+    const key_desc_t *d = key_find(key);
+    if (d == NULL) {
+        sw__errbuf_printf(errbuf, errlen, "unknown key '%s'", key);
+        return SW_ECONFIG;
+    }
+    char *field = (char *)cfg + d->offset;
+    int64_t v;
+    switch (d->kind) {
+    case KIND_TEXT:
+        if (len >= d->size) {
+            sw__errbuf_printf(errbuf, errlen, "value of %s is longer than %zu bytes", key,
+                              d->size - 1);
+            return SW_ECONFIG;
+        }
+        if (len > 0 && memchr(value, '\0', len) != NULL) {
+            sw__errbuf_printf(errbuf, errlen, "value of %s contains a NUL byte", key);
+            return SW_ECONFIG;
+        }
+        if (len > 0)
+            memcpy(field, value, len);
+        field[len] = '\0';
+        return 0;
+    case KIND_INT32:
+    case KIND_UINT32:
+        if (!number_parse(value, len, d->min, d->max, &v)) {
+            sw__errbuf_printf(errbuf, errlen, "%s must be an integer in %lld..%lld, got '%.*s'",
+                              key, (long long)d->min, (long long)d->max, (int)(len > 64 ? 64 : len),
+                              value ? value : "");
+            return SW_ECONFIG;
+        }
+        if (d->kind == KIND_INT32) {
+            int32_t x = (int32_t)v;
+            memcpy(field, &x, sizeof x);
+        } else {
+            uint32_t x = (uint32_t)v;
+            memcpy(field, &x, sizeof x);
+        }
+        return 0;
+    case KIND_REPORTER:
+        if ((len == 4 && memcmp(value, "file", 4) == 0) ||
+            (len == 5 && memcmp(value, "kafka", 5) == 0) ||
+            (len == 4 && memcmp(value, "grpc", 4) == 0) || len == 0) {
+            if (len > 0)
+                memcpy(field, value, len);
+            field[len] = '\0';
+            return 0;
+        }
+        sw__errbuf_printf(errbuf, errlen, "%s must be file, kafka or grpc, got '%.*s'", key,
+                          (int)(len > 64 ? 64 : len), value);
+        return SW_ECONFIG;
+    }
+    return SW_ECONFIG;
+}
+
+int sw_config_set(sw_config_t *cfg, const char *key, const char *value, char *errbuf, size_t errlen)
+{
+    return sw__config_set_n(cfg, key, value, value == NULL ? 0 : strlen(value), errbuf, errlen);
+}
+
+int sw__config_finalize(sw_config_t *cfg, char *errbuf, size_t errlen)
+{
+    /* A programmatic config may hold unterminated arrays: terminate every text field. */
+    for (size_t i = 0; i < sw__config_key_count(); i++) {
+        if (keys[i].kind == KIND_TEXT || keys[i].kind == KIND_REPORTER)
+            ((char *)cfg + keys[i].offset)[keys[i].size - 1] = '\0';
+    }
+    if (cfg->service_name[0] == '\0') {
+        const char *prog = program_invocation_short_name;
+        snprintf(cfg->service_name, sizeof cfg->service_name, "%s",
+                 prog != NULL && prog[0] != '\0' ? prog : "c-service");
+    }
+    if (cfg->instance_name[0] == '\0') {
+        char host[128];
+        if (gethostname(host, sizeof host) != 0)
+            snprintf(host, sizeof host, "localhost");
+        host[sizeof host - 1] = '\0';
+        sw__ids_seed();
+        snprintf(cfg->instance_name, sizeof cfg->instance_name, "%s@%s", sw__ids_process_uuid(),
+                 host);
+    }
+    if (cfg->reporter[0] == '\0') {
+        const char *r = cfg->kafka_bootstrap_servers[0] ? "kafka"
+                        : cfg->backend_services[0]      ? "grpc"
+                                                        : "file";
+        snprintf(cfg->reporter, sizeof cfg->reporter, "%s", r);
+    }
+    if (strcmp(cfg->reporter, "file") == 0 && cfg->file_path[0] == '\0') {
+        sw__errbuf_printf(errbuf, errlen, "SW_REPORTER_FILE_PATH is empty");
+        return SW_ECONFIG;
+    }
+    if (cfg->span_limit_per_segment < 1 || cfg->span_limit_per_segment > 10000) {
+        sw__errbuf_printf(errbuf, errlen, "SW_AGENT_SPAN_LIMIT must be in 1..10000, got %u",
+                          cfg->span_limit_per_segment);
+        return SW_ECONFIG;
+    }
+    if (cfg->segment_arena_bytes < 1024 || cfg->segment_arena_bytes > (1u << 24)) {
+        sw__errbuf_printf(errbuf, errlen,
+                          "SW_AGENT_SEGMENT_ARENA_BYTES must be in 1024..16777216, got %u",
+                          cfg->segment_arena_bytes);
+        return SW_ECONFIG;
+    }
+    if (cfg->buffer_channel_size < 1 || cfg->buffer_channel_size > 1024 ||
+        cfg->buffer_buffer_size < 1 || cfg->buffer_buffer_size > (1u << 20)) {
+        sw__errbuf_printf(errbuf, errlen,
+                          "SW_BUFFER_CHANNEL_SIZE must be in 1..1024 and SW_BUFFER_BUFFER_SIZE "
+                          "in 1..1048576 (got %u and %u)",
+                          cfg->buffer_channel_size, cfg->buffer_buffer_size);
+        return SW_ECONFIG;
+    }
+    return 0;
+}

@@ -1,0 +1,276 @@
+/*
+ * context.c - TracingContext lifecycle: joining a run, starting and finishing segments,
+ * references, and the registry of per-thread counters.
+ */
+#include "context.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "../propagation/sw8.h"
+#include "clock.h"
+
+__thread sw__context_t sw__tls_context __attribute__((tls_model("initial-exec"))) = {.active = -1};
+
+_Atomic uint32_t sw__epoch;
+
+sw__agent_t sw__agent = {.registry_lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* The thread-exit hook, created once per process (global: one key serves every run). */
+static pthread_key_t exit_key;
+static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
+
+static void counters_fold(const sw__thread_counters_t *t, sw_stats_t *out)
+{
+    /* relaxed: single-writer counters; exact once the writer is quiescent. */
+    out->segments_finished += atomic_load_explicit(&t->finished, memory_order_relaxed);
+    out->segments_dropped += atomic_load_explicit(&t->dropped, memory_order_relaxed);
+    out->traces_sampled_out += atomic_load_explicit(&t->sampled_out, memory_order_relaxed);
+    out->traces_ignored += atomic_load_explicit(&t->ignored, memory_order_relaxed);
+    out->spans_limited += atomic_load_explicit(&t->spans_limited, memory_order_relaxed);
+    out->arena_truncated += atomic_load_explicit(&t->arena_truncated, memory_order_relaxed);
+    out->sw8_invalid += atomic_load_explicit(&t->sw8_invalid, memory_order_relaxed);
+}
+
+static void registry_unlink(sw__context_t *c)
+{
+    if (c->reg_prev != NULL)
+        c->reg_prev->reg_next = c->reg_next;
+    else
+        sw__agent.registry_head = c->reg_next;
+    if (c->reg_next != NULL)
+        c->reg_next->reg_prev = c->reg_prev;
+    c->reg_prev = c->reg_next = NULL;
+    c->registered_epoch = 0;
+}
+
+/* Runs when a thread that joined a run exits (pthread key destructor). */
+static void context_thread_exit(void *arg)
+{
+    sw__context_t *c = arg;
+    bool pooled = false;
+    pthread_mutex_lock(&sw__agent.registry_lock);
+    if (c->registered_epoch != 0 && c->registered_epoch == sw__agent.run_epoch) {
+        /* The run is still open, so its pool is alive: give the blocks back to it. */
+        counters_fold(&c->counters, &sw__agent.retired);
+        registry_unlink(c);
+        if (c->segment != NULL)
+            sw__segment_cache_put(&c->cache, &sw__agent.pool, c->segment);
+        sw__segment_cache_flush(&c->cache, &sw__agent.pool);
+        pooled = true;
+    }
+    pthread_mutex_unlock(&sw__agent.registry_lock);
+    if (!pooled) {
+        free(c->segment);
+        sw__segment_cache_free(&c->cache);
+    }
+    c->segment = NULL;
+    c->noop_depth = 0;
+    c->active = -1;
+    c->epoch = 0;
+    c->key_set = false;
+}
+
+static void exit_key_create(void)
+{
+    (void)pthread_key_create(&exit_key, context_thread_exit);
+}
+
+void sw__context_drop_stale(sw__context_t *c)
+{
+    free(c->segment);
+    sw__segment_cache_free(&c->cache);
+    c->segment = NULL;
+    c->noop_depth = 0;
+    c->active = -1;
+    c->epoch = 0;
+}
+
+bool sw__context_join(sw__context_t *c)
+{
+    /* acquire: partner of sw_init's release store; makes the agent state visible. */
+    uint32_t e = atomic_load_explicit(&sw__epoch, memory_order_acquire);
+    if (c->epoch == e)
+        return e != 0;
+    if (c->epoch != 0 || c->segment != NULL || c->cache.head != NULL)
+        sw__context_drop_stale(c);
+    if (e == 0)
+        return false;
+    if (!c->key_set) {
+        pthread_once(&exit_key_once, exit_key_create);
+        c->key_set = pthread_setspecific(exit_key, c) == 0;
+    }
+    pthread_mutex_lock(&sw__agent.registry_lock);
+    if (sw__agent.run_epoch != e) {
+        /* The run ended between the load and the lock. */
+        pthread_mutex_unlock(&sw__agent.registry_lock);
+        return false;
+    }
+    if (c->registered_epoch != 0)
+        registry_unlink(c);
+    /* Counters restart for the new run (the previous run folded them at its shutdown). */
+    memset(&c->counters, 0, sizeof c->counters);
+    c->reg_prev = NULL;
+    c->reg_next = sw__agent.registry_head;
+    if (c->reg_next != NULL)
+        c->reg_next->reg_prev = c;
+    sw__agent.registry_head = c;
+    c->registered_epoch = e;
+    pthread_mutex_unlock(&sw__agent.registry_lock);
+    c->epoch = e;
+    c->active = -1;
+    c->noop_depth = 0;
+    return true;
+}
+
+static bool op_ignored(const char *op)
+{
+    if (sw__agent.ignore_count == 0 || op == NULL)
+        return false;
+    size_t n = strlen(op);
+    for (uint32_t i = 0; i < sw__agent.ignore_count; i++) {
+        size_t k = sw__agent.ignore[i].len;
+        if (n >= k && memcmp(op + n - k, sw__agent.ignore[i].text, k) == 0)
+            return true;
+    }
+    return false;
+}
+
+void sw__context_push(sw__context_t *c, sw_span_type_t type, const char *op, const char *peer,
+                      int64_t now_ms)
+{
+    sw__segment_t *seg = c->segment;
+    if (seg->span_count >= seg->span_limit) {
+        seg->size_limited = true;
+        c->noop_depth++;
+        sw__counter_add(&c->counters.spans_limited, 1);
+        return;
+    }
+    uint32_t id = seg->span_count++;
+    sw__span_t *sp = &seg->spans[id];
+    sp->start_ms = now_ms;
+    sp->end_ms = now_ms;
+    sp->operation = sw__segment_strdup(seg, op);
+    sp->peer = peer != NULL ? sw__segment_strdup(seg, peer) : NULL;
+    sp->parent_id = c->active;
+    sp->component_id = 0;
+    sp->type = (uint8_t)type;
+    sp->layer = SW_LAYER_UNKNOWN;
+    sp->is_error = 0;
+    sp->reserved = 0;
+    c->active = (int32_t)id;
+}
+
+void sw__context_start(sw__context_t *c, sw_span_type_t type, const char *op, const char *peer,
+                       const sw__sw8_t *upstream, int64_t now_ms)
+{
+    if (op_ignored(op)) {
+        c->noop_depth = 1;
+        sw__counter_add(&c->counters.ignored, 1);
+        return;
+    }
+    bool sampled;
+    if (upstream != NULL) {
+        sampled = upstream->sample == 1;
+        if (sampled)
+            sw__sampler_force(&sw__agent.sampler, now_ms);
+    } else {
+        sampled = sw__sampler_try(&sw__agent.sampler, now_ms);
+    }
+    sw__segment_t *seg = sampled ? sw__segment_cache_get(&c->cache, &sw__agent.pool) : NULL;
+    if (seg == NULL) {
+        c->noop_depth = 1;
+        sw__counter_add(&c->counters.sampled_out, 1);
+        return;
+    }
+    sw__id_generate(&c->ids, now_ms, seg->segment_id);
+    if (upstream != NULL) {
+        size_t n = strlen(upstream->trace_id); /* < SW__TRACE_ID_MAX, checked by the decoder */
+        memcpy(seg->trace_id, upstream->trace_id, n + 1);
+    } else {
+        sw__id_generate(&c->ids, now_ms, seg->trace_id);
+    }
+    c->segment = seg;
+    c->active = -1;
+    sw__context_push(c, type, op, peer, now_ms);
+}
+
+int sw__context_add_ref(sw__context_t *c, int type, const char *trace_id,
+                        const char *parent_segment_id, int32_t parent_span_id,
+                        const char *parent_service, const char *parent_instance,
+                        const char *parent_endpoint, const char *address)
+{
+    sw__segment_t *seg = c->segment;
+    if (seg->ref_count >= SW__REFS_MAX) {
+        seg->truncations++;
+        return SW_ELIMIT;
+    }
+    sw__ref_t *r = &seg->refs[seg->ref_count++];
+    r->type = (uint8_t)type;
+    r->span_id = (uint16_t)c->active;
+    r->parent_span_id = parent_span_id;
+    r->trace_id = sw__segment_strdup(seg, trace_id);
+    r->parent_segment_id = sw__segment_strdup(seg, parent_segment_id);
+    r->parent_service = sw__segment_strdup(seg, parent_service);
+    r->parent_instance = sw__segment_strdup(seg, parent_instance);
+    r->parent_endpoint = sw__segment_strdup(seg, parent_endpoint);
+    r->address = sw__segment_strdup(seg, address);
+    return 0;
+}
+
+void sw__context_finish(sw__context_t *c)
+{
+    sw__segment_t *seg = c->segment;
+    c->segment = NULL;
+    c->active = -1;
+    if (seg->truncations != 0)
+        sw__counter_add(&c->counters.arena_truncated, seg->truncations);
+    sw__counter_add(&c->counters.finished, 1);
+    /* On success the carrier owns the block (its publication orders our writes before the
+       consumer's reads); on failure we still own it and reuse it. */
+    if (!dc_produce(sw__agent.carrier, seg)) {
+        sw__counter_add(&c->counters.dropped, 1);
+        sw__segment_cache_put(&c->cache, &sw__agent.pool, seg);
+    }
+}
+
+sw__span_t *sw__context_active_span(sw__context_t *c, int *rc)
+{
+    if (c->noop_depth != 0) {
+        *rc = c->segment != NULL || c->epoch != 0 ? SW_ENOTRACED : SW_ENOSPAN;
+        return NULL;
+    }
+    if (c->segment == NULL) {
+        *rc = SW_ENOSPAN;
+        return NULL;
+    }
+    if (c->epoch != atomic_load_explicit(&sw__epoch, memory_order_relaxed)) {
+        sw__context_drop_stale(c);
+        *rc = SW_ENOSPAN;
+        return NULL;
+    }
+    *rc = 0;
+    return &c->segment->spans[c->active];
+}
+
+void sw__registry_sum(sw_stats_t *out)
+{
+    pthread_mutex_lock(&sw__agent.registry_lock);
+    *out = sw__agent.retired;
+    for (sw__context_t *c = sw__agent.registry_head; c != NULL; c = c->reg_next)
+        counters_fold(&c->counters, out);
+    pthread_mutex_unlock(&sw__agent.registry_lock);
+}
+
+void sw__registry_close(sw_stats_t *out)
+{
+    pthread_mutex_lock(&sw__agent.registry_lock);
+    *out = sw__agent.retired;
+    while (sw__agent.registry_head != NULL) {
+        sw__context_t *c = sw__agent.registry_head;
+        counters_fold(&c->counters, out);
+        registry_unlink(c);
+    }
+    sw__agent.run_epoch = 0;
+    pthread_mutex_unlock(&sw__agent.registry_lock);
+}

@@ -1,0 +1,149 @@
+/*
+ * context.h - the per-thread TracingContext and the process-wide agent state (internal).
+ *
+ * Each thread owns one sw__context_t in initial-exec TLS. Its hot fields (noop_depth, active,
+ * segment, epoch) are read and written by that thread only. `counters` are written by the
+ * thread only and read by sw_stats on other threads, hence atomics with relaxed load+store (no
+ * read-modify-write on the hot path, and no cache line shared with another thread).
+ *
+ * Agent runs are numbered by `sw__epoch` (0 = off). A context remembers the epoch it joined;
+ * when it differs from the current one, everything the context holds belongs to a finished run
+ * and is freed, never reused.
+ */
+#ifndef SW_CORE_CONTEXT_H
+#define SW_CORE_CONTEXT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../report/reporter.h"
+#include "datacarrier.h"
+#include "ids.h"
+#include "sampler.h"
+#include "segment.h"
+#include "segment_pool.h"
+#include "skywalking.h"
+
+typedef struct sw__thread_counters {
+    _Atomic uint64_t finished;
+    _Atomic uint64_t dropped;
+    _Atomic uint64_t sampled_out;
+    _Atomic uint64_t ignored;
+    _Atomic uint64_t spans_limited;
+    _Atomic uint64_t arena_truncated;
+    _Atomic uint64_t sw8_invalid;
+} sw__thread_counters_t;
+
+/* Single-writer increment: the owning thread only. Relaxed: readers want a value, not order. */
+static inline void sw__counter_add(_Atomic uint64_t *c, uint64_t n)
+{
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
+                          memory_order_relaxed);
+}
+
+typedef struct sw__context sw__context_t;
+struct sw__context {
+    /* Hot: span begin/end. Owning thread only. */
+    uint32_t noop_depth;    /* open spans that are not recorded (unsampled, over the limit) */
+    int32_t active;         /* id of the active recorded span, -1 when none */
+    sw__segment_t *segment; /* the segment being recorded, NULL when none */
+    uint32_t epoch;         /* the agent run this context joined; 0: none */
+
+    /* Owning thread only. */
+    bool key_set; /* the thread-exit destructor is armed */
+    sw__segment_cache_t cache;
+    sw__id_state_t ids;
+
+    /* Written by the owning thread, read by sw_stats (see sw__counter_add). */
+    sw__thread_counters_t counters;
+
+    /* Registry links and the run they belong to: protected by sw__agent.registry_lock. */
+    sw__context_t *reg_prev, *reg_next;
+    uint32_t registered_epoch;
+};
+
+extern __thread sw__context_t sw__tls_context __attribute__((tls_model("initial-exec")));
+
+/*
+ * The current run (0 = agent off). Stored with release by sw_init after the agent state is
+ * complete and with release by sw_shutdown (0); a thread joining a run loads it with acquire
+ * (partner) in sw__context_join. The hot path compares it relaxed against the epoch the thread
+ * already joined, which needs no ordering.
+ */
+extern _Atomic uint32_t sw__epoch;
+
+#define SW__IGNORE_MAX 32
+
+typedef struct sw__pipeline sw__pipeline_t;
+
+/*
+ * Process-wide agent state, global because the API has no handle (one agent per process, like
+ * SkyWalking's). Fields above the registry are written only by sw_init before it publishes the
+ * epoch and are read-only while the run lasts.
+ */
+typedef struct sw__agent {
+    sw_config_t config;
+    struct {
+        const char *text; /* into config.ignore_suffix */
+        size_t len;
+    } ignore[SW__IGNORE_MAX];
+    uint32_t ignore_count;
+    sw__segment_pool_t pool;
+    sw__sampler_t sampler;
+    dc_carrier_t *carrier;
+    sw__pipeline_t *pipeline;
+
+    /* The reporter's outcome counters (atomics, see reporter.h); reset by sw_init. */
+    sw__report_counters_t report_counters;
+
+    /* registry_lock protects registry_head, the contexts' reg_* fields, run_epoch, retired and
+       last_run. */
+    pthread_mutex_t registry_lock;
+    sw__context_t *registry_head;
+    uint32_t run_epoch;  /* the run the registry belongs to; 0 once shutdown closed it */
+    sw_stats_t retired;  /* counters of threads that exited during the run */
+    sw_stats_t last_run; /* the final counters of the last finished run */
+} sw__agent_t;
+
+extern sw__agent_t sw__agent;
+
+/* Slow path of every begin: joins the current run if needed. Returns false when the agent is
+   off (the caller then records nothing and counts nothing). */
+bool sw__context_join(sw__context_t *c);
+
+/* Frees what a context holds from a finished run and empties it. */
+void sw__context_drop_stale(sw__context_t *c);
+
+/*
+ * Starts a trace on a context with no open span: ignore list, sampling, a segment from the pool,
+ * ids, the first span. `upstream` may be NULL. Owning thread only.
+ */
+struct sw__sw8;
+void sw__context_start(sw__context_t *c, sw_span_type_t type, const char *op, const char *peer,
+                       const struct sw__sw8 *upstream, int64_t now_ms);
+
+/* Pushes a recorded span (or a no-op one past the limit) on a context with a segment. */
+void sw__context_push(sw__context_t *c, sw_span_type_t type, const char *op, const char *peer,
+                      int64_t now_ms);
+
+/* Records a reference on the active span. Returns 0 or SW_ELIMIT. */
+int sw__context_add_ref(sw__context_t *c, int type, const char *trace_id,
+                        const char *parent_segment_id, int32_t parent_span_id,
+                        const char *parent_service, const char *parent_instance,
+                        const char *parent_endpoint, const char *address);
+
+/* The last span ended: counts and hands the segment to the DataCarrier. */
+void sw__context_finish(sw__context_t *c);
+
+/* The recorded active span if the thread has one in the current run, else NULL; *rc says why. */
+sw__span_t *sw__context_active_span(sw__context_t *c, int *rc);
+
+/* Registry: sums every thread's counters of the current run plus the retired ones. */
+void sw__registry_sum(sw_stats_t *out);
+
+/* sw_shutdown: folds and closes the registry of the run (no thread is registered after). */
+void sw__registry_close(sw_stats_t *out);
+
+#endif /* SW_CORE_CONTEXT_H */

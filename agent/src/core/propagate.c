@@ -1,0 +1,157 @@
+/*
+ * propagate.c - the trace crossing process and thread boundaries: sw_inject on exit spans,
+ * correlation data, and sw_capture / sw_continue (CrossThread references).
+ */
+#include <string.h>
+
+#include "../propagation/correlation.h"
+#include "../propagation/sw8.h"
+#include "clock.h"
+#include "context.h"
+
+static const char *nonempty(const char *s)
+{
+    return s != NULL && s[0] != '\0' ? s : "unknown";
+}
+
+static void clear(char *buf, size_t len)
+{
+    if (buf != NULL && len > 0)
+        buf[0] = '\0';
+}
+
+int sw_inject(char *sw8, size_t sw8_len, char *correlation, size_t correlation_len, char *sw8_x,
+              size_t sw8_x_len)
+{
+    clear(sw8, sw8_len);
+    clear(correlation, correlation_len);
+    clear(sw8_x, sw8_x_len);
+    int rc;
+    sw__context_t *c = &sw__tls_context;
+    sw__span_t *sp = sw__context_active_span(c, &rc);
+    if (sp == NULL)
+        return rc;
+    if (sp->type != SW_SPAN_EXIT)
+        return SW_ENOTEXIT;
+    const sw__segment_t *seg = c->segment;
+    sw__sw8_t out = {
+        .sample = 1,
+        .parent_span_id = c->active,
+        .trace_id = seg->trace_id,
+        .parent_segment_id = seg->segment_id,
+        .parent_service = sw__agent.config.service_name,
+        .parent_instance = sw__agent.config.instance_name,
+        .parent_endpoint = nonempty(seg->spans[0].operation),
+        .address = nonempty(sp->peer),
+    };
+    rc = 0;
+    if (sw8 != NULL && sw__sw8_encode(&out, sw8, sw8_len) < 0)
+        rc = SW_ENOSPACE;
+    if (correlation != NULL &&
+        sw__correlation_encode(&seg->correlation, correlation, correlation_len) < 0)
+        rc = SW_ENOSPACE;
+    if (sw8_x != NULL && sw__sw8x_encode(sw__now_ms(), sw8_x, sw8_x_len) < 0)
+        rc = SW_ENOSPACE;
+    if (rc != 0) {
+        clear(sw8, sw8_len);
+        clear(correlation, correlation_len);
+        clear(sw8_x, sw8_x_len);
+    }
+    return rc;
+}
+
+int sw_correlation_set(const char *key, const char *value)
+{
+    int rc;
+    sw__context_t *c = &sw__tls_context;
+    if (sw__context_active_span(c, &rc) == NULL)
+        return rc;
+    return sw__correlation_put(&c->segment->correlation, key, value);
+}
+
+int sw_correlation_get(const char *key, char *buf, size_t len)
+{
+    if (key == NULL)
+        return SW_EINVAL;
+    int rc;
+    sw__context_t *c = &sw__tls_context;
+    if (sw__context_active_span(c, &rc) == NULL)
+        return rc;
+    const sw_correlation_t *corr = &c->segment->correlation;
+    int at = sw__correlation_find(corr, key);
+    if (at < 0)
+        return SW_ENOTFOUND;
+    size_t n = strlen(corr->items[at].value);
+    if (buf == NULL || len < n + 1)
+        return SW_ENOSPACE;
+    memcpy(buf, corr->items[at].value, n + 1);
+    return (int)n;
+}
+
+/* Copies s into dst[cap] NUL-terminated, cutting on a UTF-8 boundary. */
+static void copy_bounded(char *dst, size_t cap, const char *s)
+{
+    size_t n = strnlen(s, cap);
+    if (n >= cap) {
+        n = cap - 1;
+        while (n > 0 && ((unsigned char)s[n] & 0xC0u) == 0x80u)
+            n--;
+    }
+    memcpy(dst, s, n);
+    dst[n] = '\0';
+}
+
+int sw_capture(sw_snapshot_t *snap)
+{
+    if (snap == NULL)
+        return SW_EINVAL;
+    snap->span_id = -1;
+    snap->trace_id[0] = snap->segment_id[0] = snap->endpoint[0] = '\0';
+    snap->correlation.count = 0;
+    int rc;
+    sw__context_t *c = &sw__tls_context;
+    if (sw__context_active_span(c, &rc) == NULL)
+        return rc;
+    const sw__segment_t *seg = c->segment;
+    copy_bounded(snap->trace_id, sizeof snap->trace_id, seg->trace_id);
+    copy_bounded(snap->segment_id, sizeof snap->segment_id, seg->segment_id);
+    copy_bounded(snap->endpoint, sizeof snap->endpoint, seg->spans[0].operation);
+    snap->correlation = seg->correlation;
+    snap->span_id = c->active;
+    return 0;
+}
+
+static bool snapshot_valid(const sw_snapshot_t *snap)
+{
+    return snap != NULL && snap->span_id >= 0 && snap->trace_id[0] != '\0' &&
+           snap->segment_id[0] != '\0' &&
+           memchr(snap->trace_id, '\0', sizeof snap->trace_id) != NULL &&
+           memchr(snap->segment_id, '\0', sizeof snap->segment_id) != NULL &&
+           memchr(snap->endpoint, '\0', sizeof snap->endpoint) != NULL &&
+           snap->correlation.count <= SW_CORRELATION_MAX_ELEMENTS;
+}
+
+int sw_continue(const sw_snapshot_t *snap)
+{
+    if (!snapshot_valid(snap))
+        return SW_EINVAL;
+    int rc;
+    sw__context_t *c = &sw__tls_context;
+    if (sw__context_active_span(c, &rc) == NULL)
+        return rc;
+    sw__segment_t *seg = c->segment;
+    rc = sw__context_add_ref(c, 1, snap->trace_id, snap->segment_id, snap->span_id,
+                             sw__agent.config.service_name, sw__agent.config.instance_name,
+                             snap->endpoint, "");
+    if (rc != 0)
+        return rc;
+    memcpy(seg->trace_id, snap->trace_id, strlen(snap->trace_id) + 1);
+    for (uint32_t i = 0; i < snap->correlation.count; i++) {
+        /* Bounded copies: a snapshot is caller memory. */
+        char key[SW_CORRELATION_VALUE_MAX + 1], value[SW_CORRELATION_VALUE_MAX + 1];
+        copy_bounded(key, sizeof key, snap->correlation.items[i].key);
+        copy_bounded(value, sizeof value, snap->correlation.items[i].value);
+        (void)sw__correlation_put(&seg->correlation, key, value);
+    }
+    return 0;
+}

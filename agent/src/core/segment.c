@@ -1,0 +1,94 @@
+/*
+ * segment.c - block layout, reset, and the bounded arena of a TraceSegment.
+ */
+#include "segment.h"
+
+#include <string.h>
+
+static const char empty_string[1] = "";
+
+static size_t align8(size_t n)
+{
+    return (n + 7u) & ~(size_t)7u;
+}
+
+size_t sw__segment_block_size(uint32_t span_limit, uint32_t arena_cap)
+{
+    if (span_limit == 0 || span_limit > 10000 || arena_cap < 256 || arena_cap > (1u << 24))
+        return 0;
+    return align8(sizeof(sw__segment_t)) + align8((size_t)span_limit * sizeof(sw__span_t)) +
+           align8(arena_cap);
+}
+
+void sw__segment_format(sw__segment_t *seg, uint32_t span_limit, uint32_t arena_cap)
+{
+    char *base = (char *)seg;
+    seg->spans = (sw__span_t *)(void *)(base + align8(sizeof(sw__segment_t)));
+    seg->arena =
+        base + align8(sizeof(sw__segment_t)) + align8((size_t)span_limit * sizeof(sw__span_t));
+    seg->span_limit = span_limit;
+    seg->arena_cap = (uint32_t)align8(arena_cap);
+    seg->next = NULL;
+    sw__segment_reset(seg);
+}
+
+void sw__segment_reset(sw__segment_t *seg)
+{
+    seg->span_count = 0;
+    seg->arena_used = 0;
+    seg->attr_count = 0;
+    seg->ref_count = 0;
+    seg->truncations = 0;
+    seg->size_limited = false;
+    seg->correlation.count = 0;
+    seg->trace_id[0] = '\0';
+    seg->segment_id[0] = '\0';
+}
+
+/* Bytes between the strings (growing up) and the attributes (growing down). */
+static size_t arena_free(const sw__segment_t *seg)
+{
+    return (size_t)seg->arena_cap - seg->arena_used - (size_t)seg->attr_count * sizeof(sw__attr_t);
+}
+
+const char *sw__segment_strndup(sw__segment_t *seg, const char *s, size_t len)
+{
+    size_t room = arena_free(seg);
+    if (len == 0)
+        return empty_string;
+    if (room == 0) {
+        seg->truncations++;
+        return empty_string;
+    }
+    if (len + 1 > room) {
+        /* Truncate on a UTF-8 boundary: proto3 strings must stay valid UTF-8 for the OAP. */
+        len = room - 1;
+        while (len > 0 && ((unsigned char)s[len] & 0xC0u) == 0x80u)
+            len--;
+        seg->truncations++;
+        if (len == 0)
+            return empty_string;
+    }
+    char *dst = seg->arena + seg->arena_used;
+    memcpy(dst, s, len);
+    dst[len] = '\0';
+    seg->arena_used += (uint32_t)(len + 1);
+    return dst;
+}
+
+const char *sw__segment_strdup(sw__segment_t *seg, const char *s)
+{
+    if (s == NULL)
+        return empty_string;
+    return sw__segment_strndup(seg, s, strlen(s));
+}
+
+sw__attr_t *sw__segment_attr_add(sw__segment_t *seg)
+{
+    if (arena_free(seg) < sizeof(sw__attr_t) || seg->attr_count >= UINT16_MAX) {
+        seg->truncations++;
+        return NULL;
+    }
+    seg->attr_count++;
+    return (sw__attr_t *)(void *)(seg->arena + seg->arena_cap) - seg->attr_count;
+}

@@ -1,0 +1,120 @@
+/*
+ * segment.h - a TraceSegment under construction (internal): all spans one thread records for
+ * one request, in one fixed-size block that is recycled through the segment pool.
+ *
+ * Layout of a block (one allocation, sized at sw_init from the config):
+ *
+ *   [ sw__segment_t header | spans[span_limit] | arena[arena_cap] ]
+ *
+ * The arena holds NUL-terminated strings growing up from its start and attribute records
+ * (tags, logs, log fields) growing down from its end; when the two meet, strings are truncated
+ * and attributes dropped, and `truncations` counts each case. Nothing in a block points outside
+ * it except static empty strings, so a finished block can be encoded by another thread.
+ *
+ * Ownership: exactly one of {the pool's free list, a thread's cache, a thread's context, the
+ * DataCarrier, the consumer thread} owns a block at a time; no field is shared.
+ */
+#ifndef SW_CORE_SEGMENT_H
+#define SW_CORE_SEGMENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "skywalking.h"
+
+#define SW__TRACE_ID_MAX   256 /* with the NUL; longer upstream trace ids are rejected */
+#define SW__SEGMENT_ID_MAX 96
+#define SW__REFS_MAX       8 /* references per segment; more are dropped and counted */
+
+enum sw__attr_kind {
+    SW__ATTR_TAG = 0,    /* key, value */
+    SW__ATTR_LOG = 1,    /* time_ms, kv_count: the next kv_count records are its fields */
+    SW__ATTR_LOG_KV = 2, /* key, value of the preceding LOG */
+};
+
+typedef struct sw__attr {
+    const char *key;
+    const char *value;
+    int64_t time_ms;
+    uint16_t span_id;
+    uint8_t kind;
+    uint8_t reserved;
+    uint32_t kv_count;
+} sw__attr_t;
+
+typedef struct sw__span {
+    int64_t start_ms;
+    int64_t end_ms;
+    const char *operation; /* never NULL */
+    const char *peer;      /* NULL when unset */
+    int32_t parent_id;
+    int32_t component_id;
+    uint8_t type;  /* sw_span_type_t */
+    uint8_t layer; /* sw_layer_t */
+    uint8_t is_error;
+    uint8_t reserved;
+} sw__span_t;
+
+typedef struct sw__ref {
+    const char *trace_id;
+    const char *parent_segment_id;
+    const char *parent_service;
+    const char *parent_instance;
+    const char *parent_endpoint;
+    const char *address; /* "" for CrossThread */
+    int32_t parent_span_id;
+    uint16_t span_id; /* the span that carries the reference */
+    uint8_t type;     /* 0 CrossProcess, 1 CrossThread */
+} sw__ref_t;
+
+typedef struct sw__segment sw__segment_t;
+struct sw__segment {
+    sw__segment_t *next; /* free-list / cache link, meaningful only while pooled */
+    sw__span_t *spans;   /* span_limit entries, right after the header */
+    char *arena;         /* arena_cap bytes, right after spans, 8-byte aligned */
+    uint32_t span_limit;
+    uint32_t arena_cap;
+
+    /* Reset by sw__segment_reset for each new segment. */
+    uint32_t span_count;
+    uint32_t arena_used; /* strings: [0, arena_used) */
+    uint32_t attr_count; /* attributes: the last attr_count records of the arena */
+    uint32_t ref_count;
+    uint32_t truncations;
+    bool size_limited;
+    sw_correlation_t correlation;
+    sw__ref_t refs[SW__REFS_MAX];
+    char trace_id[SW__TRACE_ID_MAX];
+    char segment_id[SW__SEGMENT_ID_MAX];
+};
+
+/* Bytes of one block for these limits, or 0 when they are out of range. */
+size_t sw__segment_block_size(uint32_t span_limit, uint32_t arena_cap);
+
+/* Sets up the pointers of a freshly allocated block of sw__segment_block_size bytes. */
+void sw__segment_format(sw__segment_t *seg, uint32_t span_limit, uint32_t arena_cap);
+
+/* Empties a block for reuse (no memset of the big arrays). */
+void sw__segment_reset(sw__segment_t *seg);
+
+/*
+ * Copies `s` (NULL counts as "") into the arena and returns the copy. When the arena is short
+ * the copy is truncated (counted); when not even the NUL fits, returns a static "" (counted).
+ */
+const char *sw__segment_strdup(sw__segment_t *seg, const char *s);
+
+/* Same for the first `len` bytes of `s` (no NUL needed in s). */
+const char *sw__segment_strndup(sw__segment_t *seg, const char *s, size_t len);
+
+/* Appends one attribute record; returns it, or NULL when the arena is full (counted). */
+sw__attr_t *sw__segment_attr_add(sw__segment_t *seg);
+
+/* The i-th attribute in insertion order (0 <= i < attr_count). */
+static inline const sw__attr_t *sw__segment_attr(const sw__segment_t *seg, uint32_t i)
+{
+    const sw__attr_t *end = (const sw__attr_t *)(const void *)(seg->arena + seg->arena_cap);
+    return end - 1 - i;
+}
+
+#endif /* SW_CORE_SEGMENT_H */

@@ -1,0 +1,38 @@
+/*
+ * encode.h - a finished segment as a SkyWalking v3 SegmentObject (protobuf-c) (internal).
+ * Runs on a consumer thread; reuses its scratch memory, so it allocates only while growing.
+ */
+#ifndef SW_REPORT_ENCODE_H
+#define SW_REPORT_ENCODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../core/segment.h"
+
+/* A growable byte buffer. */
+typedef struct sw__bytes {
+    uint8_t *data;
+    size_t len;
+    size_t cap;
+} sw__bytes_t;
+
+/* Makes room for `more` bytes after len. Returns 0 or SW_ENOMEM (buffer unchanged). */
+int sw__bytes_reserve(sw__bytes_t *b, size_t more);
+void sw__bytes_free(sw__bytes_t *b);
+
+typedef struct sw__encoder {
+    void *scratch; /* the message structs of one segment */
+    size_t scratch_cap;
+} sw__encoder_t;
+
+/*
+ * Appends the packed SegmentObject of `seg` to `out`. Returns 0 or SW_ENOMEM (out unchanged).
+ * One thread per encoder.
+ */
+int sw__encode_segment(sw__encoder_t *enc, const sw__segment_t *seg, const char *service,
+                       const char *instance, sw__bytes_t *out);
+
+void sw__encoder_free(sw__encoder_t *enc);
+
+#endif /* SW_REPORT_ENCODE_H */

@@ -1,0 +1,43 @@
+/*
+ * pipeline.h - finished segments from application threads to a reporter (internal):
+ *
+ *   app thread: dc_produce(segment) --DataCarrier (IF_POSSIBLE)--> consumer thread:
+ *       encode each segment (SegmentObject), return the blocks to the pool, report the batch.
+ *
+ * One consumer thread (SkyWalking's default); its encoder and buffers are private to it.
+ */
+#ifndef SW_REPORT_PIPELINE_H
+#define SW_REPORT_PIPELINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../core/segment_pool.h"
+#include "reporter.h"
+#include "datacarrier.h"
+#include "skywalking.h"
+
+typedef struct sw__pipeline sw__pipeline_t;
+
+/*
+ * Opens the configured reporter, creates the carrier and starts the consumer. `cfg`, `pool` and
+ * `counters` (where the reporter counts outcomes) must outlive the pipeline. Returns 0, SW_EIO,
+ * SW_ENOTSUP, SW_ENOMEM, SW_ETHREAD or SW_ECONFIG with a message in errbuf; nothing is left running
+ * on error.
+ */
+int sw__pipeline_start(const sw_config_t *cfg, sw__segment_pool_t *pool,
+                       sw__report_counters_t *counters, sw__pipeline_t **out, char *errbuf,
+                       size_t errlen);
+
+/* The carrier application threads produce into (valid until sw__pipeline_stop). */
+dc_carrier_t *sw__pipeline_carrier(const sw__pipeline_t *p);
+
+/* Drains the carrier through the reporter and closes the reporter; frees nothing that
+   application threads may still touch (the carrier stays valid and rejects). Idempotent. */
+void sw__pipeline_drain(sw__pipeline_t *p);
+
+/* Drains the carrier through the reporter, closes the reporter, frees everything. Blocks until
+   the consumer thread is joined. sw_shutdown only. */
+void sw__pipeline_stop(sw__pipeline_t *p);
+
+#endif /* SW_REPORT_PIPELINE_H */

@@ -1,0 +1,56 @@
+/*
+ * reporter.h - where encoded segments go (internal): an object made of function pointers plus
+ * its own state, so the file, Kafka and gRPC reporters plug into the same pipeline.
+ *
+ * Contract for every reporter:
+ *   - report() and flush() are called by the pipeline's consumer thread only (one at a time);
+ *     close() once, by sw_shutdown after the consumer stopped.
+ *   - Every record handed to report() is counted exactly once in *counters, as reported or as
+ *     failed, at the latest when close() returns (an asynchronous reporter counts on delivery).
+ *   - Records and their bytes are valid only during the report() call: copy what must outlive it.
+ *   - report() may block the consumer thread (never an application thread) for as long as the
+ *     reporter's own timeouts allow; it never calls back into the span API.
+ */
+#ifndef SW_REPORT_REPORTER_H
+#define SW_REPORT_REPORTER_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "skywalking.h"
+
+typedef struct sw__report_record {
+    const char *segment_id; /* Kafka key; NUL-terminated */
+    const uint8_t *data;    /* packed SegmentObject */
+    size_t len;
+} sw__report_record_t;
+
+/* Outcome counters, shared by the reporter (writer) and sw_stats (reader). Writers add with
+   release (partner: sw_stats' acquire loads), so a reader that sees a count also sees the
+   pool returns the consumer made before it (the tests rely on that to wait for recycling). */
+typedef struct sw__report_counters {
+    _Atomic uint64_t reported;
+    _Atomic uint64_t failed;
+} sw__report_counters_t;
+
+typedef struct sw__reporter sw__reporter_t;
+struct sw__reporter {
+    const char *name;
+    sw__report_counters_t *counters;
+    void (*report)(sw__reporter_t *self, const sw__report_record_t *records, size_t count);
+    /* Pushes out anything buffered. Returns 0 or a negative SW_E* code. */
+    int (*flush)(sw__reporter_t *self);
+    /* Flushes, accounts for every record, releases everything including self. */
+    void (*close)(sw__reporter_t *self);
+};
+
+/*
+ * The file reporter: appends each record as an unsigned varint length followed by the bytes to
+ * `path` (created 0644 if missing), with one write(2) per batch. Returns 0 and *out, or SW_EIO
+ * with a message naming the path in errbuf, or SW_ENOMEM.
+ */
+int sw__file_reporter_create(const char *path, sw__report_counters_t *counters,
+                             sw__reporter_t **out, char *errbuf, size_t errlen);
+
+#endif /* SW_REPORT_REPORTER_H */

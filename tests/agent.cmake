@@ -1,0 +1,22 @@
+# Tests of the agent (libskywalking): unit tests per module, the no-allocation test, fuzzers
+# for the header and config parsers, and the span benchmark. The tests include internal headers
+# from agent/src to exercise the pure parsers directly.
+if(TARGET skywalking)
+  set(SW_AGENT_TESTS test_span test_sw8 test_sampling test_config test_file_reporter
+                     test_span_alloc)
+  foreach(t ${SW_AGENT_TESTS})
+    sw_add_unit_test(${t} SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/${t}.c LIBS skywalking)
+    target_include_directories(${t} PRIVATE ${PROJECT_SOURCE_DIR}/agent/src
+                                            ${CMAKE_CURRENT_SOURCE_DIR}/unit)
+  endforeach()
+
+  foreach(f sw8 correlation config)
+    sw_add_fuzzer(fuzz_${f} SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz_${f}.c
+                  LIBS skywalking CORPUS ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus/fuzz_${f})
+    target_include_directories(fuzz_${f} PRIVATE ${PROJECT_SOURCE_DIR}/agent/src)
+  endforeach()
+
+  sw_add_bench(span_bench SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/bench/span_bench.c
+               LIBS skywalking)
+  target_include_directories(span_bench PRIVATE ${PROJECT_SOURCE_DIR}/agent/src)
+endif()

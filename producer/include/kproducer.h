@@ -1,0 +1,171 @@
+/*
+ * kproducer.h - a Kafka producer core in C, with the Java producer's design and configuration
+ * names: BufferPool, RecordAccumulator, Sender thread, InFlightRequests, Selector, Metadata.
+ *
+ * This is the library's one public header. Everything under producer/src/ is internal.
+ */
+#ifndef KPRODUCER_H
+#define KPRODUCER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * Error codes of the library: 0 is success, every error is negative. Append new codes at the
+ * end of the table with the next free number; never renumber.
+ */
+#define KP_ERRNO_MAP(X)                                                                            \
+    X(INVAL, -1, "invalid argument")                                                               \
+    X(NOMEM, -2, "out of memory")                                                                  \
+    X(TRUNCATED, -3, "message truncated: a length points past the end of the buffer")              \
+    X(MALFORMED, -4, "malformed message field")                                                    \
+    X(NOSPACE, -5, "not enough room in the buffer")                                                \
+    X(UNSUPPORTED_VERSION, -6, "no API version supported by both client and broker")               \
+    X(CONF, -7, "invalid configuration")                                                           \
+    X(COMPRESSION, -8, "compression or decompression failed")                                      \
+    X(CORRUPT, -9, "checksum mismatch")                                                           \
+    X(MSG_SIZE_TOO_LARGE, -10, "record larger than max.request.size or buffer.memory")             \
+    X(METADATA_TIMEOUT, -11, "no metadata from any broker within max.block.ms")                    \
+    X(UNKNOWN_TOPIC, -12, "topic not present in metadata after max.block.ms")                      \
+    X(BUFFER_TIMEOUT, -13, "no buffer memory freed within max.block.ms")                           \
+    X(DELIVERY_TIMEOUT, -14, "record not acknowledged within delivery.timeout.ms")                 \
+    X(CLOSED, -15, "producer closed before the record could be delivered")                         \
+    X(BROKER, -16, "the broker rejected the record with a non-retriable error")                    \
+    X(UNKNOWN_PARTITION, -17, "partition out of range for the topic")                              \
+    X(RETRIES_EXHAUSTED, -18, "retriable error after all retries were used")                       \
+    X(TIMED_OUT, -19, "operation timed out")
+
+typedef enum kp_errno {
+#define KP_ERRNO_ENUM(name, code, text) KP_E##name = code,
+    KP_ERRNO_MAP(KP_ERRNO_ENUM)
+#undef KP_ERRNO_ENUM
+} kp_errno_t;
+
+/* Returns "KP_EINVAL" etc. for a code, "unknown" for anything else. Never NULL. */
+const char *kp_err_name(int code);
+/* Returns the human message for a code. Never NULL. */
+const char *kp_strerror(int code);
+
+/* ---------------------------------------------------------------------------------------- */
+/* Configuration                                                                             */
+/* ---------------------------------------------------------------------------------------- */
+
+/*
+ * A set of producer properties with the Java client's names and defaults: bootstrap.servers,
+ * client.id, acks (all|-1|0|1; all), enable.idempotence (true), batch.size (16384), linger.ms
+ * (5), buffer.memory (33554432), max.block.ms (60000), max.in.flight.requests.per.connection
+ * (5), max.request.size (1048576), retries (2147483647), retry.backoff.ms (100),
+ * retry.backoff.max.ms (1000), delivery.timeout.ms (120000), request.timeout.ms (30000),
+ * compression.type (none|gzip), metadata.max.age.ms (300000), connections.max.idle.ms
+ * (540000), reconnect.backoff.ms (50), reconnect.backoff.max.ms (1000).
+ *
+ * A conf is not thread-safe: one thread builds it, then hands it to kp_producer_new().
+ */
+typedef struct kp_conf kp_conf_t;
+
+/* Returns a new conf holding every default, or NULL when out of memory. The caller owns it and
+ * frees it with kp_conf_destroy(). Any thread; never blocks. */
+kp_conf_t *kp_conf_new(void);
+
+/* Frees a conf. NULL is a no-op. */
+void kp_conf_destroy(kp_conf_t *conf);
+
+/* Sets property `name` to `value`. Returns 0, or KP_ECONF with a message naming the property
+ * and the wrong value in errbuf (when errbuf is not NULL; truncated to errlen). On failure
+ * the conf is unchanged. Never blocks. */
+int kp_conf_set(kp_conf_t *conf, const char *name, const char *value, char *errbuf,
+                size_t errlen);
+
+/* Checks the combination of properties (enable.idempotence with acks != all,
+ * max.in.flight.requests.per.connection > 5 or retries = 0 with idempotence,
+ * delivery.timeout.ms < linger.ms + request.timeout.ms, a missing bootstrap.servers).
+ * Returns 0 or KP_ECONF with a message naming the properties. kp_producer_new() calls it. */
+int kp_conf_validate(const kp_conf_t *conf, char *errbuf, size_t errlen);
+
+/* ---------------------------------------------------------------------------------------- */
+/* Producer                                                                                  */
+/* ---------------------------------------------------------------------------------------- */
+
+typedef struct kp_producer kp_producer_t;
+
+/* A record header: key is a NUL-terminated string, value may be NULL (a null header value). */
+typedef struct kp_header {
+    const char *key;
+    const void *value;
+    size_t value_len;
+} kp_header_t;
+
+/*
+ * Delivery report for one record: error is 0 on success (then partition and offset are the
+ * record's place in the log; offset is -1 with acks=0) or a negative KP_E* code. Runs on the
+ * producer's sender thread (or on the thread calling kp_close() for records failed there)
+ * exactly once for every record kp_send() accepted. It must not block for long and must not
+ * call kp_flush()/kp_close(); it may call kp_send() only if the record is certain to fit
+ * (the buffer wait would otherwise stall the sender).
+ */
+typedef void (*kp_delivery_cb_t)(void *opaque, int error, int32_t partition, int64_t offset);
+
+/* Counters of a producer; a snapshot, each field read with relaxed ordering. */
+typedef struct kp_stats {
+    uint64_t records_sent;    /* records written into ProduceRequests (retries included) */
+    uint64_t records_acked;   /* delivery reports with error 0 */
+    uint64_t records_failed;  /* delivery reports with an error */
+    uint64_t records_retried; /* records sent again after a retriable error */
+    uint64_t batches_sent;    /* batches written into ProduceRequests */
+    uint64_t bytes_sent;      /* bytes written to sockets */
+    int64_t pool_available;   /* BufferPool free + unallocated bytes */
+    uint32_t pool_waiters;    /* threads blocked in the BufferPool */
+    uint32_t requests_in_flight;
+} kp_stats_t;
+
+/*
+ * Creates a producer from a copy of conf (the caller keeps conf) and starts its sender
+ * thread. Returns NULL with a message in errbuf on a bad configuration or a system error.
+ * Never connects synchronously: brokers are contacted by the sender thread.
+ */
+kp_producer_t *kp_producer_new(const kp_conf_t *conf, char *errbuf, size_t errlen);
+
+/*
+ * Appends one record (copied; the caller keeps every buffer) for `topic`. partition is a
+ * partition number or -1: then a keyed record goes to murmur2(key) like the Java client and
+ * an unkeyed one to the sticky partition. timestamp is in ms since the epoch, 0 = now.
+ * Returns 0 when accepted: cb(opaque, ...) will then run exactly once. Otherwise returns
+ * (and cb never runs): KP_EMSG_SIZE_TOO_LARGE at once for a record larger than
+ * max.request.size or buffer.memory; KP_EMETADATA_TIMEOUT or KP_EUNKNOWN_TOPIC after waiting
+ * max.block.ms for metadata; KP_EBUFFER_TIMEOUT after waiting what is left of max.block.ms
+ * for buffer memory; KP_EUNKNOWN_PARTITION; KP_ECLOSED after kp_close(); KP_EINVAL.
+ * Any thread except the sender (callbacks); blocks only as described.
+ */
+int kp_send(kp_producer_t *p, const char *topic, int32_t partition, const void *key,
+            size_t key_len, const void *value, size_t value_len, const kp_header_t *headers,
+            size_t n_headers, int64_t timestamp, kp_delivery_cb_t cb, void *opaque);
+
+/*
+ * Makes every buffered record ready to send at once and waits until all records accepted
+ * before the call have their delivery report, or timeout_ms (< 0: no limit) passes.
+ * Returns 0, or KP_ETIMED_OUT. Any thread except the sender.
+ */
+int kp_flush(kp_producer_t *p, int timeout_ms);
+
+/*
+ * Stops accepting records, delivers what it can within timeout_ms (< 0: no limit), fails
+ * every record still pending with KP_ECLOSED (their callbacks run before this returns),
+ * stops the sender thread and frees the producer. Returns 0 when everything was delivered
+ * or KP_ETIMED_OUT when records had to be failed. p is invalid afterwards. Call once, from a
+ * thread that is not inside kp_send() on the same producer.
+ */
+int kp_close(kp_producer_t *p, int timeout_ms);
+
+/* Fills *stats with a snapshot of the counters. Any thread; never blocks for long. */
+void kp_stats(kp_producer_t *p, kp_stats_t *stats);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KPRODUCER_H */

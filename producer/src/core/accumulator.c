@@ -1,0 +1,316 @@
+/*
+ * accumulator.c - RecordAccumulator (seed 001). See accumulator.h for the locking rules.
+ */
+#include "core/accumulator.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "wire/murmur2.h"
+
+int kp__accumulator_init(kp__accumulator_t *acc, kp_buffer_pool_t *pool, int32_t batch_size,
+                         int32_t linger_ms)
+{
+    memset(acc, 0, sizeof(*acc));
+    pthread_mutex_init(&acc->lock, NULL);
+    acc->pool = pool;
+    acc->batch_size = batch_size;
+    acc->linger_ms = linger_ms;
+    acc->rng = 0x9e3779b9u;
+    return 0;
+}
+
+void kp__accumulator_destroy(kp__accumulator_t *acc)
+{
+    for (int i = 0; i < acc->n_topics; i++) {
+        free(acc->topics[i]->parts);
+        free(acc->topics[i]->name);
+        free(acc->topics[i]);
+    }
+    free(acc->topics);
+    pthread_mutex_destroy(&acc->lock);
+}
+
+/* Caller holds lock. */
+static uint32_t next_random(kp__accumulator_t *acc)
+{
+    uint32_t x = acc->rng;
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    acc->rng = x;
+    return x;
+}
+
+/* Finds or creates the accumulator's entry for md's topic. Caller holds lock. */
+static kp__topic_acc_t *topic_get(kp__accumulator_t *acc, kp__topic_md_t *md, int32_t n)
+{
+    for (int i = 0; i < acc->n_topics; i++)
+        if (acc->topics[i]->md == md)
+            return acc->topics[i];
+    if (acc->n_topics == acc->cap_topics) {
+        int cap = acc->cap_topics ? acc->cap_topics * 2 : 8;
+        kp__topic_acc_t **v = realloc(acc->topics, (size_t)cap * sizeof(*v));
+        if (!v)
+            return NULL;
+        acc->topics = v;
+        acc->cap_topics = cap;
+    }
+    kp__topic_acc_t *t = calloc(1, sizeof(*t));
+    if (!t)
+        return NULL;
+    t->parts = calloc((size_t)n, sizeof(kp__partition_t));
+    t->name = strdup(md->name);
+    if (!t->parts || !t->name) {
+        free(t->parts);
+        free(t->name);
+        free(t);
+        return NULL;
+    }
+    t->md = md;
+    t->n_partitions = n;
+    for (int32_t p = 0; p < n; p++) {
+        t->parts[p].id = p;
+        t->parts[p].topic = t;
+    }
+    t->sticky = (int32_t)(next_random(acc) % (uint32_t)n);
+    acc->topics[acc->n_topics++] = t;
+    return t;
+}
+
+struct record {
+    int64_t timestamp;
+    const void *key;
+    size_t key_len;
+    const void *value;
+    size_t value_len;
+    const kp_record_header_t *headers;
+    size_t n_headers;
+    kp_delivery_cb_t cb;
+    void *opaque;
+};
+
+/* Appends to the tail batch if there is one with room. Caller holds lock. */
+static bool try_tail(kp__partition_t *p, const struct record *r)
+{
+    kp__batch_t *tail = p->tail;
+    if (!tail || tail->full)
+        return false;
+    if (kp__batch_try_append(tail, r->timestamp, r->key, r->key_len, r->value, r->value_len,
+                             r->headers, r->n_headers, r->cb, r->opaque) == 0)
+        return true;
+    tail->full = true;
+    return false;
+}
+
+/* Links a new batch at the tail. Caller holds lock. */
+static void push_tail(kp__accumulator_t *acc, kp__partition_t *p, kp__batch_t *b)
+{
+    b->ordinal = p->next_ordinal++;
+    b->next = NULL;
+    if (p->tail)
+        p->tail->next = b;
+    else
+        p->head = b;
+    p->tail = b;
+    acc->n_batches++;
+}
+
+int kp__accumulator_append(kp__accumulator_t *acc, kp__topic_md_t *md, int32_t n_partitions,
+                           int32_t partition, int64_t timestamp, const void *key, size_t key_len,
+                           const void *value, size_t value_len, const kp_record_header_t *headers,
+                           size_t n_headers, kp_delivery_cb_t cb, void *opaque, int64_t deadline_ms,
+                           bool *new_batch, int32_t *chosen)
+{
+    struct record r = {timestamp, key, key_len, value, value_len, headers, n_headers, cb, opaque};
+    *new_batch = false;
+    pthread_mutex_lock(&acc->lock);
+    kp__topic_acc_t *t = topic_get(acc, md, n_partitions);
+    if (!t) {
+        pthread_mutex_unlock(&acc->lock);
+        return KP_ENOMEM;
+    }
+    bool sticky = partition < 0 && !key;
+    if (partition < 0 && key)
+        partition = kp_murmur2_partition(key, key_len, t->n_partitions);
+    if (partition >= t->n_partitions) {
+        pthread_mutex_unlock(&acc->lock);
+        return KP_EUNKNOWN_PARTITION;
+    }
+    if (sticky) {
+        partition = t->sticky;
+        if (try_tail(&t->parts[partition], &r)) {
+            *chosen = partition;
+            pthread_mutex_unlock(&acc->lock);
+            return 0;
+        }
+        if (t->n_partitions > 1) {
+            /* The sticky batch is done: switch partition (Java's onNewBatch). */
+            int32_t next = (int32_t)(next_random(acc) % (uint32_t)(t->n_partitions - 1));
+            t->sticky = next >= partition ? next + 1 : next;
+            partition = t->sticky;
+        }
+    }
+    kp__partition_t *p = &t->parts[partition];
+    *chosen = partition;
+    if (try_tail(p, &r)) {
+        pthread_mutex_unlock(&acc->lock);
+        return 0;
+    }
+    pthread_mutex_unlock(&acc->lock);
+
+    /* Slow path: a new batch from the pool, without holding the lock while blocking. */
+    size_t bound = kp_record_batch_size_upper_bound(key_len, value_len, headers, n_headers);
+    int32_t size = kp__batch_block_size(acc->batch_size, bound);
+    int64_t wait = deadline_ms - kp__now_ms();
+    void *block = NULL;
+    int rc = kp_buffer_pool_allocate(acc->pool, size, wait > 0 ? wait : 0, &block);
+    if (rc != 0)
+        return rc;
+    pthread_mutex_lock(&acc->lock);
+    if (acc->closing) {
+        rc = KP_ECLOSED;
+    } else if (try_tail(p, &r)) {
+        rc = 0; /* another thread opened a batch meanwhile */
+    } else {
+        kp__batch_t *b = kp__batch_init(block, size, p, kp__now_ms(), timestamp);
+        rc = kp__batch_try_append(b, timestamp, key, key_len, value, value_len, headers, n_headers,
+                                  cb, opaque);
+        if (rc == 0) {
+            push_tail(acc, p, b);
+            block = NULL;
+            *new_batch = true;
+        }
+    }
+    pthread_mutex_unlock(&acc->lock);
+    if (block)
+        kp_buffer_pool_deallocate(acc->pool, block, size);
+    return rc;
+}
+
+/* Whether partition p's head batch may be sent now; else the ms until it may (or -1 when it
+ * waits for something else). Caller holds lock. */
+static int64_t head_ready_in(kp__accumulator_t *acc, kp__partition_t *p, int64_t now)
+{
+    kp__batch_t *b = p->head;
+    if (b->attempts > 0) {
+        if (p->in_flight > 0)
+            return -1; /* a retry waits for its partition's in-flight batches */
+        return b->retry_at_ms > now ? b->retry_at_ms - now : 0;
+    }
+    if (b->full || b->next || acc->flushing > 0 || acc->closing)
+        return 0;
+    int64_t due = b->created_ms + acc->linger_ms;
+    return due > now ? due - now : 0;
+}
+
+int64_t kp__accumulator_drain(kp__accumulator_t *acc, int64_t now,
+                              bool (*take)(void *, kp__partition_t *, kp__batch_t *, int32_t),
+                              void *arg, bool *unknown_leader)
+{
+    int64_t next = INT64_MAX;
+    pthread_mutex_lock(&acc->lock);
+    for (int i = 0; i < acc->n_topics; i++) {
+        kp__topic_acc_t *t = acc->topics[i];
+        for (int32_t k = 0; k < t->n_partitions; k++) {
+            kp__partition_t *p = &t->parts[k];
+            if (!p->head)
+                continue;
+            int64_t in = head_ready_in(acc, p, now);
+            if (in != 0) {
+                if (in > 0 && in < next)
+                    next = in;
+                continue;
+            }
+            int32_t leader = kp__metadata_leader(t->md, k);
+            if (leader < 0) {
+                *unknown_leader = true;
+                continue;
+            }
+            kp__batch_t *b = p->head;
+            if (!take(arg, p, b, leader))
+                continue;
+            p->head = b->next;
+            if (!p->head)
+                p->tail = NULL;
+            b->next = NULL;
+            b->full = true;
+            acc->n_batches--;
+        }
+    }
+    pthread_mutex_unlock(&acc->lock);
+    return next;
+}
+
+void kp__accumulator_reenqueue(kp__accumulator_t *acc, kp__batch_t *b)
+{
+    pthread_mutex_lock(&acc->lock);
+    kp__partition_t *p = b->part;
+    kp__batch_t **link = &p->head;
+    while (*link && (*link)->attempts > 0 && (*link)->ordinal < b->ordinal)
+        link = &(*link)->next;
+    b->next = *link;
+    *link = b;
+    if (!b->next)
+        p->tail = b;
+    acc->n_batches++;
+    pthread_mutex_unlock(&acc->lock);
+}
+
+void kp__accumulator_expire(kp__accumulator_t *acc, bool (*expired)(void *, kp__batch_t *),
+                            void (*done)(void *, kp__batch_t *), void *arg)
+{
+    kp__batch_t *out = NULL;
+    pthread_mutex_lock(&acc->lock);
+    for (int i = 0; i < acc->n_topics; i++) {
+        kp__topic_acc_t *t = acc->topics[i];
+        for (int32_t k = 0; k < t->n_partitions; k++) {
+            kp__partition_t *p = &t->parts[k];
+            kp__batch_t **link = &p->head;
+            kp__batch_t *prev = NULL;
+            while (*link) {
+                kp__batch_t *b = *link;
+                if (!expired(arg, b)) {
+                    prev = b;
+                    link = &b->next;
+                    continue;
+                }
+                *link = b->next;
+                if (p->tail == b)
+                    p->tail = prev;
+                acc->n_batches--;
+                b->next = out;
+                out = b;
+            }
+        }
+    }
+    pthread_mutex_unlock(&acc->lock);
+    while (out) {
+        kp__batch_t *b = out;
+        out = b->next;
+        b->next = NULL;
+        done(arg, b);
+    }
+}
+
+void kp__accumulator_begin_flush(kp__accumulator_t *acc)
+{
+    pthread_mutex_lock(&acc->lock);
+    acc->flushing++;
+    pthread_mutex_unlock(&acc->lock);
+}
+
+void kp__accumulator_end_flush(kp__accumulator_t *acc)
+{
+    pthread_mutex_lock(&acc->lock);
+    acc->flushing--;
+    pthread_mutex_unlock(&acc->lock);
+}
+
+void kp__accumulator_close(kp__accumulator_t *acc)
+{
+    pthread_mutex_lock(&acc->lock);
+    acc->closing = true;
+    pthread_mutex_unlock(&acc->lock);
+}

@@ -1,0 +1,52 @@
+/*
+ * conf.h - the producer's configuration, parsed (internal view of kp_conf_t).
+ *
+ * A kp_conf_t is plain data: kp_producer_new() takes a copy, after which the producer reads it
+ * from every thread without a lock because nothing writes it again.
+ */
+#ifndef KP_CORE_CONF_H
+#define KP_CORE_CONF_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kproducer.h"
+
+enum { KP__COMPRESSION_NONE = 0, KP__COMPRESSION_GZIP = 1 };
+
+struct kp_conf {
+    char bootstrap_servers[1024];
+    char client_id[256];
+    int acks; /* -1 (all), 0 or 1 */
+    bool idempotence;
+    int32_t batch_size;
+    int32_t linger_ms;
+    int64_t buffer_memory;
+    int64_t max_block_ms;
+    int32_t max_in_flight;
+    int32_t max_request_size;
+    int32_t retries;
+    int64_t retry_backoff_ms;
+    int64_t retry_backoff_max_ms;
+    int32_t delivery_timeout_ms;
+    int32_t request_timeout_ms;
+    int compression;
+    int64_t metadata_max_age_ms;
+    int64_t connections_max_idle_ms;
+    int64_t reconnect_backoff_ms;
+    int64_t reconnect_backoff_max_ms;
+    /* Which properties the user set explicitly: a default enable.idempotence yields to an
+     * explicit acks != all (as in the Java client), an explicit one is an error. */
+    bool set_idempotence;
+    bool set_acks;
+    bool set_delivery_timeout;
+};
+
+/* Fills *conf with the defaults. */
+void kp__conf_defaults(struct kp_conf *conf);
+
+/* The effective idempotence after kp_conf_validate(): false when enable.idempotence was left
+ * at its default and acks or max.in.flight say otherwise. */
+bool kp__conf_idempotent(const struct kp_conf *conf);
+
+#endif /* KP_CORE_CONF_H */

@@ -1,0 +1,74 @@
+/*
+ * connection.h - one TCP connection to one broker: non-blocking connect, 4-byte size framing
+ * in both directions, the connection state machine with exponential jittered reconnect
+ * backoff, and the connection's InFlightRequests.
+ *
+ * States: DISCONNECTED -(connect)-> CONNECTING -(writable)-> HANDSHAKE (ApiVersions in
+ * flight) -(versions known)-> READY; any error -> DISCONNECTED with next_connect_ms set.
+ * Owned and used by the sender thread only: no locking.
+ */
+#ifndef KP_CORE_CONNECTION_H
+#define KP_CORE_CONNECTION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/in_flight.h"
+
+typedef enum kp__conn_state {
+    KP__CONN_DISCONNECTED = 0,
+    KP__CONN_CONNECTING,
+    KP__CONN_HANDSHAKE,
+    KP__CONN_READY,
+} kp__conn_state_t;
+
+typedef struct kp__conn {
+    int32_t node_id; /* broker id, or -1-i for the i-th bootstrap address */
+    char host[256];
+    int32_t port;
+    int fd;
+    kp__conn_state_t state;
+    bool want_write; /* EPOLLOUT registered */
+    int failures;    /* consecutive failed attempts, for the backoff */
+    int64_t next_connect_ms;
+    int64_t last_activity_ms;
+    kp__in_flight_t in_flight;
+    /* Receive state: size prefix, then the frame body. */
+    uint8_t size_buf[4];
+    size_t size_got;
+    uint8_t *frame;
+    size_t frame_len;
+    size_t frame_got;
+    /* Negotiated versions (valid in READY). */
+    int16_t api_versions_version; /* the ApiVersions version to try (starts at our max) */
+    int16_t produce_version;
+    int16_t metadata_version;
+    int16_t init_pid_version;
+} kp__conn_t;
+
+/* Starts a non-blocking connect. Returns 0 (state CONNECTING) or a negative errno-style
+ * failure after which the state is DISCONNECTED with a backoff. */
+int kp__conn_connect(kp__conn_t *c, int64_t now, int64_t backoff_ms, int64_t backoff_max_ms);
+
+/* Closes the socket (requests stay queued for the caller to fail); sets the backoff. */
+void kp__conn_close(kp__conn_t *c, int64_t now, int64_t backoff_ms, int64_t backoff_max_ms);
+
+/* Checks a CONNECTING socket's result (SO_ERROR). Returns 0 when connected. */
+int kp__conn_finish_connect(kp__conn_t *c);
+
+/* Writes queued request bytes until the socket would block. Calls on_written(r, arg) for each
+ * request completely written. Returns the bytes written (>= 0) or -1 on a socket error. */
+long kp__conn_write(kp__conn_t *c, void (*on_written)(kp__conn_t *, kp__request_t *, void *),
+                    void *arg);
+
+/* Reads until the socket would block; for every complete frame calls on_frame(c, body, len,
+ * arg) (the body is valid during the call). Returns the bytes read, or -1 on EOF or error
+ * or when on_frame returns nonzero. */
+long kp__conn_read(kp__conn_t *c, int (*on_frame)(kp__conn_t *, uint8_t *, size_t, void *),
+                   void *arg);
+
+/* True when the connection has unwritten bytes. */
+bool kp__conn_has_unsent(const kp__conn_t *c);
+
+#endif /* KP_CORE_CONNECTION_H */

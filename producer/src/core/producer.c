@@ -1,0 +1,270 @@
+/*
+ * producer.c - the public producer API: kp_producer_new, kp_send (waitOnMetadata, then the
+ * accumulator), kp_flush, kp_close, kp_stats.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "core/clock.h"
+#include "core/producer_impl.h"
+
+void kp__producer_wake(void *arg)
+{
+    kp_producer_t *p = arg;
+    /* acq_rel: pairs with the release store in kp__sender_poll that re-arms the flag. */
+    if (atomic_exchange_explicit(&p->wake_pending, true, memory_order_acq_rel))
+        return;
+    uint64_t one = 1;
+    while (write(p->wakefd, &one, sizeof(one)) < 0 && errno == EINTR)
+        ;
+}
+
+/* Parses bootstrap.servers into the bootstrap connections (node ids -1, -2, ...). */
+static int add_bootstrap(kp_producer_t *p, char *errbuf, size_t errlen)
+{
+    char list[sizeof(p->conf.bootstrap_servers)];
+    memcpy(list, p->conf.bootstrap_servers, sizeof(list));
+    char *save = NULL;
+    for (char *tok = strtok_r(list, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
+        char *colon = strrchr(tok, ':');
+        long port = colon ? strtol(colon + 1, NULL, 10) : 0;
+        if (!colon || colon == tok || port <= 0 || port > 65535 ||
+            strlen(tok) >= sizeof(((kp__conn_t *)0)->host)) {
+            snprintf(errbuf, errlen, "bootstrap.servers: '%s' is not host:port", tok);
+            return KP_ECONF;
+        }
+        kp__conn_t *c = calloc(1, sizeof(*c));
+        kp__conn_t **v = realloc(p->conns, (size_t)(p->n_conns + 1) * sizeof(*v));
+        kp__drain_list_t *d = realloc(p->drain, (size_t)(p->n_conns + 1) * sizeof(*d));
+        if (v)
+            p->conns = v;
+        if (d)
+            p->drain = d;
+        if (!c || !v || !d) {
+            free(c);
+            return KP_ENOMEM;
+        }
+        memset(&p->drain[p->n_conns], 0, sizeof(*d));
+        *colon = '\0';
+        snprintf(c->host, sizeof(c->host), "%s", tok);
+        c->port = (int32_t)port;
+        c->fd = -1;
+        c->node_id = -1 - p->n_conns;
+        p->conns[p->n_conns++] = c;
+    }
+    if (p->n_conns == 0) {
+        snprintf(errbuf, errlen, "bootstrap.servers: no address");
+        return KP_ECONF;
+    }
+    p->n_bootstrap = p->n_conns;
+    return 0;
+}
+
+static void producer_free(kp_producer_t *p)
+{
+    for (int i = 0; i < p->n_conns; i++) {
+        kp__request_t *r;
+        while ((r = kp__in_flight_pop(&p->conns[i]->in_flight)))
+            kp__request_free(r);
+        if (p->conns[i]->fd >= 0)
+            close(p->conns[i]->fd);
+        free(p->conns[i]->frame);
+        free(p->conns[i]);
+        free(p->drain[i].v);
+    }
+    free(p->conns);
+    free(p->drain);
+    if (p->epfd >= 0)
+        close(p->epfd);
+    if (p->wakefd >= 0)
+        close(p->wakefd);
+    kp__accumulator_destroy(&p->acc);
+    kp__metadata_destroy(&p->md);
+    kp_buffer_pool_destroy(p->pool);
+    pthread_cond_destroy(&p->done_cond);
+    pthread_mutex_destroy(&p->done_lock);
+    free(p);
+}
+
+kp_producer_t *kp_producer_new(const kp_conf_t *conf, char *errbuf, size_t errlen)
+{
+    char dummy[1];
+    if (!errbuf || errlen == 0) {
+        errbuf = dummy;
+        errlen = sizeof(dummy);
+    }
+    if (!conf || kp_conf_validate(conf, errbuf, errlen) != 0)
+        return NULL;
+    kp_producer_t *p = calloc(1, sizeof(*p));
+    if (!p) {
+        snprintf(errbuf, errlen, "out of memory");
+        return NULL;
+    }
+    p->conf = *conf;
+    if (p->conf.delivery_timeout_ms < (int64_t)p->conf.linger_ms + p->conf.request_timeout_ms)
+        p->conf.delivery_timeout_ms = p->conf.linger_ms + p->conf.request_timeout_ms;
+    p->idempotent = kp__conf_idempotent(&p->conf);
+    p->need_pid = p->idempotent;
+    p->producer_id = -1;
+    p->producer_epoch = -1;
+    p->epfd = p->wakefd = -1;
+    pthread_mutex_init(&p->done_lock, NULL);
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&p->done_cond, &attr);
+    pthread_condattr_destroy(&attr);
+    kp__metadata_init(&p->md, p->conf.retry_backoff_ms, p->conf.metadata_max_age_ms);
+    p->pool = kp_buffer_pool_new(p->conf.buffer_memory, p->conf.batch_size);
+    kp__accumulator_init(&p->acc, p->pool, p->conf.batch_size, p->conf.linger_ms);
+    int rc = p->pool ? add_bootstrap(p, errbuf, errlen) : KP_ENOMEM;
+    if (rc == 0) {
+        p->epfd = epoll_create1(EPOLL_CLOEXEC);
+        p->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
+        if (p->epfd < 0 || p->wakefd < 0 || epoll_ctl(p->epfd, EPOLL_CTL_ADD, p->wakefd, &ev))
+            rc = KP_ENOMEM;
+    }
+    if (rc == 0 && pthread_create(&p->thread, NULL, kp__sender_run, p) != 0)
+        rc = KP_ENOMEM;
+    if (rc != 0) {
+        if (rc == KP_ENOMEM)
+            snprintf(errbuf, errlen, "out of memory or file descriptors");
+        producer_free(p);
+        return NULL;
+    }
+    return p;
+}
+
+static int send_record(kp_producer_t *p, const char *topic, int32_t partition, const void *key,
+                       size_t key_len, const void *value, size_t value_len,
+                       const kp_record_header_t *hdrs, size_t n_headers, int64_t timestamp,
+                       kp_delivery_cb_t cb, void *opaque);
+
+int kp_send(kp_producer_t *p, const char *topic, int32_t partition, const void *key, size_t key_len,
+            const void *value, size_t value_len, const kp_header_t *headers, size_t n_headers,
+            int64_t timestamp, kp_delivery_cb_t cb, void *opaque)
+{
+    if (!p || !topic || !*topic || partition < -1 || (n_headers && !headers) || (key_len && !key) ||
+        (value_len && !value) || n_headers > 4096)
+        return KP_EINVAL;
+    if (atomic_load_explicit(&p->state, memory_order_acquire) != KP__RUNNING)
+        return KP_ECLOSED;
+    kp_record_header_t local[16];
+    kp_record_header_t *hdrs = n_headers ? local : NULL;
+    if (n_headers > 16 && !(hdrs = malloc(n_headers * sizeof(*hdrs))))
+        return KP_ENOMEM;
+    for (size_t i = 0; i < n_headers; i++)
+        hdrs[i] = (kp_record_header_t){headers[i].key, headers[i].key ? strlen(headers[i].key) : 0,
+                                       headers[i].value, headers[i].value_len};
+    int rc = send_record(p, topic, partition, key, key_len, value, value_len, hdrs, n_headers,
+                         timestamp, cb, opaque);
+    if (hdrs != local)
+        free(hdrs);
+    return rc;
+}
+
+static int send_record(kp_producer_t *p, const char *topic, int32_t partition, const void *key,
+                       size_t key_len, const void *value, size_t value_len,
+                       const kp_record_header_t *hdrs, size_t n_headers, int64_t timestamp,
+                       kp_delivery_cb_t cb, void *opaque)
+{
+    for (size_t i = 0; i < n_headers; i++)
+        if (!hdrs[i].key)
+            return KP_EINVAL;
+    size_t bound = kp_record_batch_size_upper_bound(key_len, value_len, hdrs, n_headers);
+    if (bound > (size_t)p->conf.max_request_size ||
+        (int64_t)kp__batch_block_size(p->conf.batch_size, bound) > p->conf.buffer_memory)
+        return KP_EMSG_SIZE_TOO_LARGE;
+    int64_t deadline = kp__now_ms() + p->conf.max_block_ms;
+    kp__topic_md_t *md = NULL;
+    int32_t n_partitions = 0;
+    int rc =
+        kp__metadata_wait_topic(&p->md, topic, deadline, kp__producer_wake, p, &md, &n_partitions);
+    if (rc != 0)
+        return rc;
+    if (timestamp <= 0)
+        timestamp = kp__wall_ms();
+    atomic_fetch_add_explicit(&p->pending, 1, memory_order_relaxed);
+    bool new_batch = false;
+    int32_t chosen = -1;
+    rc = kp__accumulator_append(&p->acc, md, n_partitions, partition, timestamp, key, key_len,
+                                value, value_len, hdrs, n_headers, cb, opaque, deadline, &new_batch,
+                                &chosen);
+    if (rc != 0) {
+        atomic_fetch_sub_explicit(&p->pending, 1, memory_order_relaxed);
+        return rc;
+    }
+    if (new_batch)
+        kp__producer_wake(p);
+    return 0;
+}
+
+/* Waits until nothing is pending or the deadline (-1: none). Returns 0 or KP_ETIMED_OUT. */
+static int wait_pending(kp_producer_t *p, int timeout_ms)
+{
+    int64_t deadline = timeout_ms < 0 ? INT64_MAX : kp__now_ms() + timeout_ms;
+    struct timespec ts = kp__deadline_ts(timeout_ms < 0 ? 0 : deadline);
+    int rc = 0;
+    pthread_mutex_lock(&p->done_lock);
+    while (atomic_load_explicit(&p->pending, memory_order_acquire) > 0) {
+        if (timeout_ms < 0) {
+            pthread_cond_wait(&p->done_cond, &p->done_lock);
+        } else if (pthread_cond_timedwait(&p->done_cond, &p->done_lock, &ts) == ETIMEDOUT) {
+            rc = atomic_load_explicit(&p->pending, memory_order_acquire) > 0 ? KP_ETIMED_OUT : 0;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&p->done_lock);
+    return rc;
+}
+
+int kp_flush(kp_producer_t *p, int timeout_ms)
+{
+    if (!p)
+        return KP_EINVAL;
+    kp__accumulator_begin_flush(&p->acc);
+    kp__producer_wake(p);
+    int rc = wait_pending(p, timeout_ms);
+    kp__accumulator_end_flush(&p->acc);
+    return rc;
+}
+
+int kp_close(kp_producer_t *p, int timeout_ms)
+{
+    if (!p)
+        return KP_EINVAL;
+    kp__accumulator_close(&p->acc);
+    /* release: pairs with the acquire loads in kp_send and the sender loop */
+    atomic_store_explicit(&p->state, KP__CLOSING, memory_order_release);
+    kp__producer_wake(p);
+    int rc = wait_pending(p, timeout_ms);
+    atomic_store_explicit(&p->state, KP__FORCE_CLOSE, memory_order_release);
+    kp_buffer_pool_close(p->pool);
+    kp__metadata_close(&p->md);
+    kp__producer_wake(p);
+    pthread_join(p->thread, NULL);
+    producer_free(p);
+    return rc;
+}
+
+void kp_stats(kp_producer_t *p, kp_stats_t *s)
+{
+    memset(s, 0, sizeof(*s));
+    if (!p)
+        return;
+    s->records_sent = atomic_load_explicit(&p->st_sent, memory_order_relaxed);
+    s->records_acked = atomic_load_explicit(&p->st_acked, memory_order_relaxed);
+    s->records_failed = atomic_load_explicit(&p->st_failed, memory_order_relaxed);
+    s->records_retried = atomic_load_explicit(&p->st_retried, memory_order_relaxed);
+    s->batches_sent = atomic_load_explicit(&p->st_batches, memory_order_relaxed);
+    s->bytes_sent = atomic_load_explicit(&p->st_bytes, memory_order_relaxed);
+    s->pool_available = kp_buffer_pool_available(p->pool);
+    s->pool_waiters = kp_buffer_pool_waiters(p->pool);
+    s->requests_in_flight = atomic_load_explicit(&p->st_in_flight, memory_order_relaxed);
+}

@@ -1,0 +1,111 @@
+/*
+ * producer_impl.h - struct kp_producer: what the application threads and the sender thread
+ * share, and the sender's own state.
+ *
+ * Shared: conf (read-only after creation), pool, acc and md (their own locks), `state`,
+ * `pending`, the stats counters (atomics), `done_lock`/`done_cond` (flush/close waiters).
+ * Everything under "sender only" is touched by the sender thread alone (and by kp_close()
+ * after the sender thread was joined).
+ */
+#ifndef KP_CORE_PRODUCER_IMPL_H
+#define KP_CORE_PRODUCER_IMPL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/accumulator.h"
+#include "core/buffer_pool.h"
+#include "core/conf.h"
+#include "core/connection.h"
+#include "core/metadata.h"
+
+enum { KP__RUNNING = 0, KP__CLOSING = 1, KP__FORCE_CLOSE = 2 };
+
+/* Batches drained for one node in one pass of the sender loop. */
+typedef struct kp__drain_list {
+    kp__batch_t **v;
+    int n;
+    int cap;
+    size_t bytes;
+} kp__drain_list_t;
+
+struct kp_producer {
+    struct kp_conf conf;
+    bool idempotent;
+    kp_buffer_pool_t *pool;
+    kp__accumulator_t acc;
+    kp__metadata_t md;
+    pthread_t thread;
+    int epfd;
+    int wakefd;
+    /* Coalesces wakeups: set (acq_rel exchange) by the thread that writes the eventfd, cleared
+     * (release store) by the sender before it reads the eventfd; partner: each other. */
+    atomic_bool wake_pending;
+    /* KP__RUNNING / CLOSING / FORCE_CLOSE: written by kp_close (release), read by kp_send and
+     * the sender (acquire): the partner of the release is every acquire load. */
+    atomic_int state;
+    /* Records accepted and not yet reported; decremented by the sender after the callbacks.
+     * Read under done_lock by waiters; the sender broadcasts done_cond under done_lock when it
+     * reaches 0, so a waiter cannot miss the transition. */
+    atomic_llong pending;
+    pthread_mutex_t done_lock;
+    pthread_cond_t done_cond; /* CLOCK_MONOTONIC */
+    /* Stats, relaxed: independent counters, read as a snapshot. */
+    atomic_ullong st_sent, st_acked, st_failed, st_retried, st_batches, st_bytes;
+    atomic_uint st_in_flight;
+
+    /* ---- sender only ---- */
+    kp__conn_t **conns;
+    int n_conns;
+    int n_bootstrap;
+    kp__drain_list_t *drain; /* one per conn, index-aligned with conns */
+    int32_t next_correlation;
+    bool metadata_in_flight;
+    bool pid_in_flight;
+    bool need_pid; /* idempotence: (re)acquire a producer id before sending */
+    int64_t producer_id;
+    int16_t producer_epoch;
+    int64_t produce_in_flight; /* Produce requests awaiting a response */
+};
+
+/* Wakes the sender from its poll. Any thread. */
+void kp__producer_wake(void *producer);
+
+/* The sender thread's body. */
+void *kp__sender_run(void *producer);
+
+/* ---- sender internals (sender.c, sender_io.c, sender_produce.c) ---- */
+
+/* Connection for a node id, created from metadata on first use; NULL when unknown. */
+kp__conn_t *kp__sender_conn(kp_producer_t *p, int32_t node_id);
+/* Starts connecting when the backoff allows. */
+void kp__sender_maybe_connect(kp_producer_t *p, kp__conn_t *c, int64_t now);
+/* Frames and queues a request on a connection and tries to write it. Takes ownership of
+ * batches (may be NULL). Returns 0 or a negative error (the caller still owns batches). */
+int kp__sender_send(kp_producer_t *p, kp__conn_t *c, int16_t api, int16_t version,
+                    kp_writer_t *body, bool expect_response, kp__batch_t **batches, int n,
+                    int64_t now);
+/* Closes a connection and fails or retries everything it had in flight. */
+void kp__sender_disconnect(kp_producer_t *p, kp__conn_t *c, int64_t now);
+/* Polls the sockets for up to timeout_ms and handles what happened. */
+void kp__sender_poll(kp_producer_t *p, int64_t timeout_ms);
+
+/* Sends Metadata / InitProducerId when due (sender_control.c). */
+void kp__sender_maybe_update_metadata(kp_producer_t *p, int64_t now);
+void kp__sender_maybe_init_pid(kp_producer_t *p, int64_t now);
+/* Handles a response frame of a control API; returns 0 or -1 to drop the connection. */
+int kp__sender_handle_control(kp_producer_t *p, kp__conn_t *c, kp__request_t *r, kp_reader_t *body,
+                              int64_t now);
+
+/* Produce path (sender_produce.c). */
+int64_t kp__sender_send_produce(kp_producer_t *p, int64_t now);
+void kp__sender_handle_produce(kp_producer_t *p, kp__request_t *r, kp_reader_t *body, int64_t now);
+void kp__sender_produce_failed(kp_producer_t *p, kp__request_t *r, int64_t now);
+void kp__sender_produce_written(kp_producer_t *p, kp__request_t *r);
+void kp__sender_expire(kp_producer_t *p, int64_t now, bool all, int error);
+/* Completes a batch: callbacks, counters, block back to the pool. */
+void kp__sender_complete(kp_producer_t *p, kp__batch_t *b, int error, int64_t base_offset);
+
+#endif /* KP_CORE_PRODUCER_IMPL_H */

@@ -1,0 +1,194 @@
+/*
+ * sender_control.c - the sender's control requests: the ApiVersions handshake with per-API
+ * version negotiation, Metadata refreshes to the least-loaded node (seed 002's maybeUpdate),
+ * and InitProducerId for idempotence. Sender thread only.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "core/producer_impl.h"
+#include "wire/kafka_error.h"
+#include "wire/protocol.h"
+
+/* leastLoadedNode: the ready connection with the fewest requests in flight; else one that
+ * may connect now (known brokers first, then the bootstrap addresses). */
+static kp__conn_t *least_loaded(kp_producer_t *p, int64_t now)
+{
+    kp__conn_t *best = NULL;
+    for (int i = 0; i < p->n_conns; i++) {
+        kp__conn_t *c = p->conns[i];
+        if (c->state == KP__CONN_READY && (!best || c->in_flight.count < best->in_flight.count))
+            best = c;
+    }
+    if (best)
+        return best;
+    for (int i = 0; i < p->md.n_nodes; i++)
+        kp__sender_conn(p, p->md.nodes[i].id); /* make sure every broker has a conn */
+    for (int i = 0; i < p->n_conns; i++) {
+        kp__conn_t *c = p->conns[i];
+        if (c->state == KP__CONN_CONNECTING || c->state == KP__CONN_HANDSHAKE)
+            return c; /* wait for it */
+    }
+    /* Prefer brokers from metadata (ids >= 0), then bootstrap ones; the earliest allowed. */
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; i < p->n_conns; i++) {
+            kp__conn_t *c = p->conns[i];
+            if ((pass == 0) != (c->node_id >= 0))
+                continue;
+            if (c->state == KP__CONN_DISCONNECTED && now >= c->next_connect_ms)
+                return c;
+        }
+    }
+    return NULL;
+}
+
+void kp__sender_maybe_update_metadata(kp_producer_t *p, int64_t now)
+{
+    if (p->metadata_in_flight || kp__metadata_time_to_update(&p->md, now) > 0)
+        return;
+    kp__conn_t *c = least_loaded(p, now);
+    if (!c)
+        return;
+    if (c->state == KP__CONN_DISCONNECTED) {
+        kp__sender_maybe_connect(p, c, now);
+        return;
+    }
+    if (c->state != KP__CONN_READY || c->in_flight.count >= p->conf.max_in_flight)
+        return;
+    char **names = NULL;
+    int n = 0;
+    if (kp__metadata_topic_names(&p->md, &names, &n) != 0)
+        return;
+    kp_metadata_request_t req = {.topics = (const char *const *)names,
+                                 .n_topics = (size_t)n,
+                                 .all_topics = false,
+                                 .allow_auto_topic_creation = true};
+    kp_writer_t w;
+    if (kp_writer_init_growable(&w, 256) == 0 &&
+        kp_metadata_request_write(&w, c->metadata_version, &req) == 0 &&
+        kp__sender_send(p, c, KP_API_METADATA, c->metadata_version, &w, true, NULL, 0, now) == 0)
+        p->metadata_in_flight = true;
+    else
+        kp__metadata_failed(&p->md, now);
+    kp_writer_free(&w);
+    kp__metadata_names_free(names, n);
+}
+
+void kp__sender_maybe_init_pid(kp_producer_t *p, int64_t now)
+{
+    if (!p->need_pid || p->pid_in_flight || p->produce_in_flight > 0)
+        return;
+    kp__conn_t *c = least_loaded(p, now);
+    if (!c)
+        return;
+    if (c->state == KP__CONN_DISCONNECTED) {
+        kp__sender_maybe_connect(p, c, now);
+        return;
+    }
+    if (c->state != KP__CONN_READY || c->in_flight.count >= p->conf.max_in_flight)
+        return;
+    kp_init_producer_id_request_t req = {.transactional_id = NULL,
+                                         .transaction_timeout_ms = INT32_MAX,
+                                         .producer_id = -1,
+                                         .producer_epoch = -1};
+    kp_writer_t w;
+    if (kp_writer_init_growable(&w, 64) == 0 &&
+        kp_init_producer_id_request_write(&w, c->init_pid_version, &req) == 0 &&
+        kp__sender_send(p, c, KP_API_INIT_PRODUCER_ID, c->init_pid_version, &w, true, NULL, 0,
+                        now) == 0)
+        p->pid_in_flight = true;
+    kp_writer_free(&w);
+}
+
+/* Resends ApiVersions at a version the broker named, or picks every API's version. */
+static int handle_api_versions(kp_producer_t *p, kp__conn_t *c, kp_reader_t *body, int16_t version,
+                               int64_t now)
+{
+    kp_api_versions_response_t resp;
+    memset(&resp, 0, sizeof(resp));
+    int rc = kp_api_versions_response_read(body, version, &resp);
+    if (rc == 0 && resp.error_code == KP_KAFKA_ERR_UNSUPPORTED_VERSION) {
+        int16_t v = 0;
+        rc = kp_api_version_pick(resp.apis, resp.n_apis, KP_API_API_VERSIONS, &v);
+        kp_api_versions_response_free(&resp);
+        if (rc != 0 || v == version)
+            return -1;
+        c->api_versions_version = v;
+        kp_writer_t w;
+        rc = kp_writer_init_growable(&w, 64);
+        if (rc == 0)
+            rc = kp_api_versions_request_write(&w, v, NULL, NULL);
+        if (rc == 0)
+            rc = kp__sender_send(p, c, KP_API_API_VERSIONS, v, &w, true, NULL, 0, now);
+        kp_writer_free(&w);
+        return rc == 0 ? 0 : -1;
+    }
+    if (rc == 0 && resp.error_code == 0 &&
+        kp_api_version_pick(resp.apis, resp.n_apis, KP_API_PRODUCE, &c->produce_version) == 0 &&
+        kp_api_version_pick(resp.apis, resp.n_apis, KP_API_METADATA, &c->metadata_version) == 0) {
+        if (kp_api_version_pick(resp.apis, resp.n_apis, KP_API_INIT_PRODUCER_ID,
+                                &c->init_pid_version) != 0)
+            c->init_pid_version = -1;
+        c->state = KP__CONN_READY;
+        c->failures = 0;
+        kp_api_versions_response_free(&resp);
+        return 0;
+    }
+    kp_api_versions_response_free(&resp);
+    return -1;
+}
+
+static void handle_metadata(kp_producer_t *p, kp_reader_t *body, int16_t version, int64_t now)
+{
+    kp_metadata_response_t resp;
+    memset(&resp, 0, sizeof(resp));
+    p->metadata_in_flight = false;
+    if (kp_metadata_response_read(body, version, &resp) == 0 &&
+        kp__metadata_update(&p->md, &resp, now) == 0) {
+        /* Make sure a conn exists for every broker, so that leaders can be reached. */
+        for (size_t i = 0; i < resp.n_brokers; i++)
+            kp__sender_conn(p, resp.brokers[i].node_id);
+    } else {
+        kp__metadata_failed(&p->md, now);
+    }
+    kp_metadata_response_free(&resp);
+}
+
+static void handle_init_pid(kp_producer_t *p, kp_reader_t *body, int16_t version)
+{
+    kp_init_producer_id_response_t resp;
+    memset(&resp, 0, sizeof(resp));
+    p->pid_in_flight = false;
+    if (kp_init_producer_id_response_read(body, version, &resp) != 0 || resp.error_code != 0)
+        return; /* retried on the next loop */
+    p->producer_id = resp.producer_id;
+    p->producer_epoch = resp.producer_epoch;
+    p->need_pid = false;
+    /* A new producer id starts every partition's sequence at 0. The topic table may grow
+     * under application threads: read it under the accumulator lock. */
+    pthread_mutex_lock(&p->acc.lock);
+    for (int i = 0; i < p->acc.n_topics; i++) {
+        kp__topic_acc_t *t = p->acc.topics[i];
+        for (int32_t k = 0; k < t->n_partitions; k++)
+            t->parts[k].next_sequence = 0;
+    }
+    pthread_mutex_unlock(&p->acc.lock);
+}
+
+int kp__sender_handle_control(kp_producer_t *p, kp__conn_t *c, kp__request_t *r, kp_reader_t *body,
+                              int64_t now)
+{
+    switch (r->api_key) {
+    case KP_API_API_VERSIONS:
+        return handle_api_versions(p, c, body, r->version, now);
+    case KP_API_METADATA:
+        handle_metadata(p, body, r->version, now);
+        return 0;
+    case KP_API_INIT_PRODUCER_ID:
+        handle_init_pid(p, body, r->version);
+        return 0;
+    default:
+        return -1;
+    }
+}

@@ -1,0 +1,266 @@
+/*
+ * sender_io.c - the Selector of the sender thread: epoll over one connection per broker,
+ * the wakeup eventfd, request framing and response dispatch, disconnects, request timeouts
+ * and idle connections. Sender thread only.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include "core/clock.h"
+#include "core/producer_impl.h"
+#include "wire/protocol.h"
+
+static void epoll_update(kp_producer_t *p, kp__conn_t *c, bool add)
+{
+    struct epoll_event ev = {.events = EPOLLIN | (c->want_write ? EPOLLOUT : 0), .data.ptr = c};
+    epoll_ctl(p->epfd, add ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, c->fd, &ev);
+}
+
+static void set_want_write(kp_producer_t *p, kp__conn_t *c, bool want)
+{
+    if (c->fd < 0 || c->want_write == want)
+        return;
+    c->want_write = want;
+    epoll_update(p, c, false);
+}
+
+kp__conn_t *kp__sender_conn(kp_producer_t *p, int32_t node_id)
+{
+    for (int i = 0; i < p->n_conns; i++)
+        if (p->conns[i]->node_id == node_id)
+            return p->conns[i];
+    const kp__node_t *n = kp__metadata_node(&p->md, node_id);
+    if (!n)
+        return NULL;
+    kp__conn_t **v = realloc(p->conns, (size_t)(p->n_conns + 1) * sizeof(*v));
+    if (!v)
+        return NULL;
+    p->conns = v;
+    kp__drain_list_t *d = realloc(p->drain, (size_t)(p->n_conns + 1) * sizeof(*d));
+    if (!d)
+        return NULL;
+    p->drain = d;
+    memset(&p->drain[p->n_conns], 0, sizeof(*d));
+    kp__conn_t *c = calloc(1, sizeof(*c));
+    if (!c)
+        return NULL;
+    c->node_id = node_id;
+    c->fd = -1;
+    memcpy(c->host, n->host, sizeof(c->host));
+    c->port = n->port;
+    p->conns[p->n_conns++] = c;
+    return c;
+}
+
+static int16_t our_max(int16_t api)
+{
+    int16_t lo = 0, hi = 0;
+    kp_api_supported_range(api, &lo, &hi);
+    return hi;
+}
+
+static void send_api_versions(kp_producer_t *p, kp__conn_t *c, int64_t now)
+{
+    kp_writer_t w;
+    if (kp_writer_init_growable(&w, 64) != 0 ||
+        kp_api_versions_request_write(&w, c->api_versions_version, NULL, NULL) != 0 ||
+        kp__sender_send(p, c, KP_API_API_VERSIONS, c->api_versions_version, &w, true, NULL, 0,
+                        now) != 0)
+        kp__sender_disconnect(p, c, now);
+    kp_writer_free(&w);
+}
+
+void kp__sender_maybe_connect(kp_producer_t *p, kp__conn_t *c, int64_t now)
+{
+    if (c->state != KP__CONN_DISCONNECTED || now < c->next_connect_ms)
+        return;
+    if (kp__conn_connect(c, now, p->conf.reconnect_backoff_ms, p->conf.reconnect_backoff_max_ms) !=
+        0)
+        return;
+    c->want_write = true; /* writable = connected */
+    c->api_versions_version = our_max(KP_API_API_VERSIONS);
+    epoll_update(p, c, true);
+}
+
+static void on_written(kp__conn_t *c, kp__request_t *r, void *arg)
+{
+    (void)c;
+    if (!r->expect_response) {
+        kp__in_flight_remove(&c->in_flight, r);
+        kp__sender_produce_written(arg, r);
+        kp__request_free(r);
+    }
+}
+
+static void flush_writes(kp_producer_t *p, kp__conn_t *c, int64_t now)
+{
+    long n = kp__conn_write(c, on_written, p);
+    if (n < 0) {
+        kp__sender_disconnect(p, c, now);
+        return;
+    }
+    if (n > 0) {
+        c->last_activity_ms = now;
+        atomic_fetch_add_explicit(&p->st_bytes, (unsigned long long)n, memory_order_relaxed);
+    }
+    set_want_write(p, c, kp__conn_has_unsent(c));
+}
+
+int kp__sender_send(kp_producer_t *p, kp__conn_t *c, int16_t api, int16_t version,
+                    kp_writer_t *body, bool expect_response, kp__batch_t **batches, int n,
+                    int64_t now)
+{
+    kp_writer_t w;
+    int rc = kp_writer_init_growable(&w, body->len + 64 + strlen(p->conf.client_id));
+    size_t start = 0;
+    int32_t corr = p->next_correlation++;
+    if (p->next_correlation < 0)
+        p->next_correlation = 0;
+    if (rc == 0)
+        rc = kp_request_begin(&w, api, version, corr, p->conf.client_id, &start);
+    if (rc == 0) {
+        kp_write_raw(&w, body->buf, body->len);
+        rc = kp_request_end(&w, start);
+    }
+    kp__request_t *r = rc == 0 ? calloc(1, sizeof(*r)) : NULL;
+    if (!r) {
+        kp_writer_free(&w);
+        return rc ? rc : KP_ENOMEM;
+    }
+    r->correlation_id = corr;
+    r->api_key = api;
+    r->version = version;
+    r->expect_response = expect_response;
+    r->created_ms = now;
+    r->buf = kp_writer_detach(&w, &r->len);
+    r->batches = batches;
+    r->n_batches = n;
+    kp__in_flight_push(&c->in_flight, r);
+    flush_writes(p, c, now);
+    return 0;
+}
+
+/* Fails (retries) everything queued on c. */
+static void fail_requests(kp_producer_t *p, kp__conn_t *c, int64_t now)
+{
+    kp__request_t *r;
+    while ((r = kp__in_flight_pop(&c->in_flight))) {
+        if (r->api_key == KP_API_PRODUCE) {
+            kp__sender_produce_failed(p, r, now);
+        } else if (r->api_key == KP_API_METADATA) {
+            p->metadata_in_flight = false;
+            kp__metadata_failed(&p->md, now);
+        } else if (r->api_key == KP_API_INIT_PRODUCER_ID) {
+            p->pid_in_flight = false;
+        }
+        kp__request_free(r);
+    }
+}
+
+void kp__sender_disconnect(kp_producer_t *p, kp__conn_t *c, int64_t now)
+{
+    if (c->fd >= 0)
+        epoll_ctl(p->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+    kp__conn_close(c, now, p->conf.reconnect_backoff_ms, p->conf.reconnect_backoff_max_ms);
+    fail_requests(p, c, now);
+    kp__metadata_request_update(&p->md); /* a disconnect forces a refresh */
+}
+
+static int on_frame(kp__conn_t *c, uint8_t *frame, size_t len, void *arg)
+{
+    kp_producer_t *p = arg;
+    int64_t now = kp__now_ms();
+    kp__request_t *r = c->in_flight.head;
+    if (!r || r == c->in_flight.unsent)
+        return -1; /* a response to nothing */
+    kp_reader_t rd;
+    kp_reader_init(&rd, frame, len);
+    int32_t corr = -1;
+    if (kp_response_header_read(&rd, r->api_key, r->version, &corr) != 0 ||
+        corr != r->correlation_id)
+        return -1;
+    kp__in_flight_pop(&c->in_flight);
+    c->last_activity_ms = now;
+    int rc = 0;
+    if (r->api_key == KP_API_PRODUCE)
+        kp__sender_handle_produce(p, r, &rd, now);
+    else
+        rc = kp__sender_handle_control(p, c, r, &rd, now);
+    kp__request_free(r);
+    return rc;
+}
+
+static void handle_event(kp_producer_t *p, kp__conn_t *c, uint32_t events, int64_t now)
+{
+    if (c->fd < 0)
+        return; /* closed earlier in this batch of events */
+    if (c->state == KP__CONN_CONNECTING) {
+        if (kp__conn_finish_connect(c) != 0 || (events & (EPOLLERR | EPOLLHUP))) {
+            kp__sender_disconnect(p, c, now);
+            return;
+        }
+        c->state = KP__CONN_HANDSHAKE;
+        c->last_activity_ms = now;
+        set_want_write(p, c, false);
+        send_api_versions(p, c, now);
+        return;
+    }
+    if (events & EPOLLIN) {
+        if (kp__conn_read(c, on_frame, p) < 0) {
+            kp__sender_disconnect(p, c, now);
+            return;
+        }
+    } else if (events & (EPOLLERR | EPOLLHUP)) {
+        kp__sender_disconnect(p, c, now);
+        return;
+    }
+    if (c->fd >= 0 && (events & EPOLLOUT))
+        flush_writes(p, c, now);
+}
+
+/* request.timeout.ms per request, and connections.max.idle.ms. */
+static void check_timeouts(kp_producer_t *p, int64_t now)
+{
+    for (int i = 0; i < p->n_conns; i++) {
+        kp__conn_t *c = p->conns[i];
+        if (c->fd < 0)
+            continue;
+        kp__request_t *r = c->in_flight.head;
+        if (r && now - r->created_ms >= p->conf.request_timeout_ms) {
+            kp__sender_disconnect(p, c, now);
+        } else if (c->state == KP__CONN_CONNECTING &&
+                   now - c->last_activity_ms >= p->conf.request_timeout_ms) {
+            kp__sender_disconnect(p, c, now);
+        } else if (!r && c->state == KP__CONN_READY && p->conf.connections_max_idle_ms >= 0 &&
+                   now - c->last_activity_ms >= p->conf.connections_max_idle_ms) {
+            kp__sender_disconnect(p, c, now);
+            c->failures = 0;
+            c->next_connect_ms = now;
+        }
+    }
+}
+
+void kp__sender_poll(kp_producer_t *p, int64_t timeout_ms)
+{
+    struct epoll_event ev[64];
+    if (timeout_ms > 1000)
+        timeout_ms = 1000;
+    int n = epoll_wait(p->epfd, ev, 64, (int)timeout_ms);
+    int64_t now = kp__now_ms();
+    for (int i = 0; i < n; i++) {
+        if (!ev[i].data.ptr) {
+            /* Release: a kp_send that sets wake_pending after this store writes the eventfd
+             * again (partner: the exchange in kp__producer_wake). */
+            atomic_store_explicit(&p->wake_pending, false, memory_order_release);
+            uint64_t v;
+            while (read(p->wakefd, &v, sizeof(v)) < 0 && errno == EINTR)
+                ;
+            continue;
+        }
+        handle_event(p, ev[i].data.ptr, ev[i].events, now);
+    }
+    check_timeouts(p, now);
+}

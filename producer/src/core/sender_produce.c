@@ -1,0 +1,355 @@
+/*
+ * sender_produce.c - the produce path of the sender (seed 001's sendProducerData): drain
+ * ready batches per leader node up to max.request.size, stamp them (producer id, epoch,
+ * sequence) and close them (gzip), one ProduceRequest per node; then handle responses:
+ * callbacks, retries with backoff in partition order, expiry after delivery.timeout.ms.
+ * Sender thread only.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "core/producer_impl.h"
+#include "wire/kafka_error.h"
+#include "wire/protocol.h"
+
+void kp__sender_complete(kp_producer_t *p, kp__batch_t *b, int error, int64_t base_offset)
+{
+    int32_t n = b->rb.count;
+    if (b->is_retry)
+        b->part->retrying--;
+    kp__batch_complete(b, error, b->part->id, base_offset);
+    atomic_fetch_add_explicit(error ? &p->st_failed : &p->st_acked, (unsigned long long)n,
+                              memory_order_relaxed);
+    kp_record_batch_release(&b->rb);
+    kp_buffer_pool_deallocate(p->pool, b, b->block_size);
+    /* acq_rel: the callbacks above happen before a flusher sees pending reach 0. */
+    if (atomic_fetch_sub_explicit(&p->pending, n, memory_order_acq_rel) == n) {
+        pthread_mutex_lock(&p->done_lock);
+        pthread_cond_broadcast(&p->done_cond); /* partner: the waits in kp_flush/kp_close */
+        pthread_mutex_unlock(&p->done_lock);
+    }
+}
+
+/* A batch that failed without being acknowledged: with idempotence its sequence numbers are
+ * lost, so the producer id must be renewed before later batches can be accepted in order. */
+static void fail_batch(kp_producer_t *p, kp__batch_t *b, int error)
+{
+    if (p->idempotent && b->base_sequence >= 0)
+        p->need_pid = true;
+    kp__sender_complete(p, b, error, -1);
+}
+
+static int64_t retry_backoff(kp_producer_t *p, int attempts)
+{
+    int64_t b = p->conf.retry_backoff_ms;
+    for (int i = 1; i < attempts && b < p->conf.retry_backoff_max_ms; i++)
+        b *= 2;
+    if (b > p->conf.retry_backoff_max_ms)
+        b = p->conf.retry_backoff_max_ms;
+    return b;
+}
+
+static void retry_or_fail(kp_producer_t *p, kp__batch_t *b, int error, int64_t now)
+{
+    if (now - b->created_ms >= p->conf.delivery_timeout_ms) {
+        fail_batch(p, b, KP_EDELIVERY_TIMEOUT);
+    } else if (b->attempts > p->conf.retries) {
+        fail_batch(p, b, error ? error : KP_ERETRIES_EXHAUSTED);
+    } else if (atomic_load_explicit(&p->state, memory_order_acquire) == KP__FORCE_CLOSE) {
+        fail_batch(p, b, KP_ECLOSED);
+    } else {
+        b->retry_at_ms = now + retry_backoff(p, b->attempts);
+        if (!b->is_retry) {
+            b->is_retry = true;
+            b->part->retrying++;
+        }
+        atomic_fetch_add_explicit(&p->st_retried, (unsigned long long)b->rb.count,
+                                  memory_order_relaxed);
+        kp__accumulator_reenqueue(&p->acc, b);
+    }
+}
+
+void kp__sender_produce_failed(kp_producer_t *p, kp__request_t *r, int64_t now)
+{
+    p->produce_in_flight--;
+    atomic_fetch_sub_explicit(&p->st_in_flight, 1, memory_order_relaxed);
+    for (int i = 0; i < r->n_batches; i++) {
+        r->batches[i]->part->in_flight--;
+        retry_or_fail(p, r->batches[i], KP_ERETRIES_EXHAUSTED, now);
+    }
+    r->n_batches = 0;
+}
+
+void kp__sender_produce_written(kp_producer_t *p, kp__request_t *r)
+{
+    /* acks=0: done as soon as the bytes are on the socket; offsets are unknown. */
+    p->produce_in_flight--;
+    atomic_fetch_sub_explicit(&p->st_in_flight, 1, memory_order_relaxed);
+    for (int i = 0; i < r->n_batches; i++) {
+        r->batches[i]->part->in_flight--;
+        kp__sender_complete(p, r->batches[i], 0, -1);
+    }
+    r->n_batches = 0;
+}
+
+static const kp_produce_partition_response_t *find_response(const kp_produce_response_t *resp,
+                                                            const kp__batch_t *b)
+{
+    for (size_t t = 0; t < resp->n_topics; t++) {
+        if (strcmp(resp->topics[t].topic, b->part->topic->name) != 0)
+            continue;
+        for (size_t k = 0; k < resp->topics[t].n_partitions; k++)
+            if (resp->topics[t].partitions[k].partition == b->part->id)
+                return &resp->topics[t].partitions[k];
+    }
+    return NULL;
+}
+
+static void handle_batch(kp_producer_t *p, kp__batch_t *b,
+                         const kp_produce_partition_response_t *pr, int64_t now)
+{
+    int16_t code = pr ? pr->error_code : KP_KAFKA_ERR_NETWORK_EXCEPTION;
+    kp_kafka_error_class_t cls = kp_kafka_error_classify(code, b->rb.count);
+    /* A later batch of a partition whose earlier batch is being retried is answered with
+     * OUT_OF_ORDER_SEQUENCE_NUMBER: it is retried after the earlier one, not failed. */
+    if (code == KP_KAFKA_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER && b->part->retrying > 0)
+        cls = KP_KAFKA_ERROR_RETRIABLE;
+    switch (cls) {
+    case KP_KAFKA_ERROR_SUCCESS:
+        kp__sender_complete(p, b, 0, pr->base_offset);
+        return;
+    case KP_KAFKA_ERROR_RETRIABLE_REFRESH:
+        kp__metadata_request_update(&p->md);
+        /* fall through */
+    case KP_KAFKA_ERROR_RETRIABLE:
+        retry_or_fail(p, b, KP_ERETRIES_EXHAUSTED, now);
+        return;
+    case KP_KAFKA_ERROR_SPLIT:
+        fail_batch(p, b, KP_EMSG_SIZE_TOO_LARGE);
+        return;
+    default:
+        fail_batch(p, b, KP_EBROKER);
+        return;
+    }
+}
+
+void kp__sender_handle_produce(kp_producer_t *p, kp__request_t *r, kp_reader_t *body, int64_t now)
+{
+    kp_produce_response_t resp;
+    memset(&resp, 0, sizeof(resp));
+    if (kp_produce_response_read(body, r->version, &resp) != 0) {
+        kp_produce_response_free(&resp);
+        kp__sender_produce_failed(p, r, now);
+        return;
+    }
+    p->produce_in_flight--;
+    atomic_fetch_sub_explicit(&p->st_in_flight, 1, memory_order_relaxed);
+    for (int i = 0; i < r->n_batches; i++) {
+        kp__batch_t *b = r->batches[i];
+        b->part->in_flight--;
+        handle_batch(p, b, find_response(&resp, b), now);
+    }
+    r->n_batches = 0;
+    kp_produce_response_free(&resp);
+}
+
+/* ---- drain and send ---- */
+
+struct drain_ctx {
+    kp_producer_t *p;
+    int64_t now;
+    bool stopped;
+};
+
+/* Accumulator callback: takes the batch for its leader's request when the leader's
+ * connection can carry one more request and the request stays under max.request.size. */
+static bool take_batch(void *arg, kp__partition_t *part, kp__batch_t *b, int32_t leader)
+{
+    struct drain_ctx *ctx = arg;
+    kp_producer_t *p = ctx->p;
+    if (b->attempts == 0 && p->idempotent && part->in_flight >= 5)
+        return false;
+    if (b->attempts == 0 && part->retrying > 0)
+        return false; /* order: retries of this partition go first */
+    kp__conn_t *c = kp__sender_conn(p, leader);
+    if (!c)
+        return false;
+    if (c->state != KP__CONN_READY) {
+        kp__sender_maybe_connect(p, c, ctx->now);
+        return false;
+    }
+    if (c->in_flight.count >= p->conf.max_in_flight)
+        return false;
+    int idx = 0;
+    while (p->conns[idx] != c)
+        idx++;
+    kp__drain_list_t *d = &p->drain[idx];
+    size_t size = b->rb.len;
+    if (d->n > 0 && d->bytes + size > (size_t)p->conf.max_request_size)
+        return false;
+    if (d->n == d->cap) {
+        int cap = d->cap ? d->cap * 2 : 16;
+        kp__batch_t **v = realloc(d->v, (size_t)cap * sizeof(*v));
+        if (!v)
+            return false;
+        d->v = v;
+        d->cap = cap;
+    }
+    d->v[d->n++] = b;
+    d->bytes += size;
+    part->in_flight++;
+    return true;
+}
+
+/* Stamps and seals a drained batch. Returns 0 or an error for which the batch is failed. */
+static int seal(kp_producer_t *p, kp__batch_t *b)
+{
+    kp__partition_t *part = b->part;
+    int64_t pid = -1;
+    int16_t epoch = -1;
+    int32_t seq = -1;
+    if (p->idempotent) {
+        pid = p->producer_id;
+        epoch = p->producer_epoch;
+        if (b->base_sequence < 0 || b->producer_id != pid) {
+            b->base_sequence = part->next_sequence;
+            part->next_sequence += b->rb.count;
+        }
+        seq = b->base_sequence;
+        b->producer_id = pid;
+        b->producer_epoch = epoch;
+    }
+    if (b->rb.closed)
+        return kp_record_batch_set_producer(&b->rb, pid, epoch, seq);
+    kp_batch_compression_t comp = {.type = p->conf.compression == KP__COMPRESSION_GZIP
+                                               ? KP_COMPRESSION_GZIP
+                                               : KP_COMPRESSION_NONE,
+                                   .level = -1};
+    return kp_record_batch_close(&b->rb, pid, epoch, seq, &comp);
+}
+
+/* Builds and queues the ProduceRequest for conn index i. */
+static void send_node(kp_producer_t *p, int i, int64_t now)
+{
+    kp__drain_list_t *d = &p->drain[i];
+    kp__conn_t *c = p->conns[i];
+    int n = 0;
+    for (int k = 0; k < d->n; k++) {
+        kp__batch_t *b = d->v[k];
+        b->attempts++;
+        if (seal(p, b) != 0) {
+            b->part->in_flight--;
+            fail_batch(p, b, KP_EINVAL);
+            continue;
+        }
+        d->v[n++] = b;
+    }
+    d->n = 0;
+    d->bytes = 0;
+    if (n == 0)
+        return;
+    kp__batch_t **batches = malloc((size_t)n * sizeof(*batches));
+    kp_produce_partition_data_t *parts = malloc((size_t)n * sizeof(*parts));
+    kp_produce_topic_data_t *topics = malloc((size_t)n * sizeof(*topics));
+    if (!batches || !parts || !topics) {
+        for (int k = 0; k < n; k++) {
+            d->v[k]->part->in_flight--;
+            retry_or_fail(p, d->v[k], KP_ENOMEM, now);
+        }
+        free(batches);
+        free(parts);
+        free(topics);
+        return;
+    }
+    /* Group by topic: the batches of a topic are contiguous in `parts`. */
+    size_t n_topics = 0, total = 0;
+    int placed = 0;
+    for (int k = 0; k < n; k++) {
+        if (!d->v[k])
+            continue;
+        kp__topic_acc_t *t = d->v[k]->part->topic;
+        topics[n_topics] = (kp_produce_topic_data_t){t->name, &parts[placed], 0};
+        for (int j = k; j < n; j++) {
+            kp__batch_t *b = d->v[j];
+            if (!b || b->part->topic != t)
+                continue;
+            size_t len = 0;
+            const uint8_t *data = kp_record_batch_data(&b->rb, &len);
+            parts[placed] = (kp_produce_partition_data_t){b->part->id, data, len};
+            batches[placed++] = b;
+            topics[n_topics].n_partitions++;
+            total += len;
+            atomic_fetch_add_explicit(&p->st_sent, (unsigned long long)b->rb.count,
+                                      memory_order_relaxed);
+            d->v[j] = NULL;
+        }
+        n_topics++;
+    }
+    kp_produce_request_t req = {.transactional_id = NULL,
+                                .acks = (int16_t)p->conf.acks,
+                                .timeout_ms = p->conf.request_timeout_ms,
+                                .topics = topics,
+                                .n_topics = n_topics};
+    kp_writer_t w;
+    int rc = kp_writer_init_growable(&w, total + 256 + 64 * (size_t)n);
+    if (rc == 0) {
+        rc = kp_produce_request_write(&w, c->produce_version, &req);
+        if (rc == 0) {
+            p->produce_in_flight++;
+            atomic_fetch_add_explicit(&p->st_in_flight, 1, memory_order_relaxed);
+            atomic_fetch_add_explicit(&p->st_batches, (unsigned long long)n, memory_order_relaxed);
+            rc = kp__sender_send(p, c, KP_API_PRODUCE, c->produce_version, &w, p->conf.acks != 0,
+                                 batches, n, now);
+            if (rc != 0) {
+                p->produce_in_flight--;
+                atomic_fetch_sub_explicit(&p->st_in_flight, 1, memory_order_relaxed);
+            }
+        }
+        kp_writer_free(&w);
+    }
+    if (rc != 0) {
+        for (int k = 0; k < n; k++) {
+            batches[k]->part->in_flight--;
+            retry_or_fail(p, batches[k], rc, now);
+        }
+        free(batches);
+    }
+    free(parts);
+    free(topics);
+}
+
+int64_t kp__sender_send_produce(kp_producer_t *p, int64_t now)
+{
+    if (p->idempotent && p->need_pid)
+        return 50; /* nothing may go out before the producer id is known */
+    struct drain_ctx ctx = {p, now, false};
+    bool unknown_leader = false;
+    int64_t next = kp__accumulator_drain(&p->acc, now, take_batch, &ctx, &unknown_leader);
+    if (unknown_leader)
+        kp__metadata_request_update(&p->md);
+    for (int i = 0; i < p->n_conns; i++)
+        if (p->drain[i].n > 0)
+            send_node(p, i, now);
+    return next;
+}
+
+static bool expired_cb(void *arg, kp__batch_t *b)
+{
+    kp_producer_t *p = ((struct drain_ctx *)arg)->p;
+    return ((struct drain_ctx *)arg)->stopped ||
+           ((struct drain_ctx *)arg)->now - b->created_ms >= p->conf.delivery_timeout_ms;
+}
+
+static void expired_done(void *arg, kp__batch_t *b)
+{
+    struct drain_ctx *ctx = arg;
+    fail_batch(ctx->p, b, ctx->stopped ? KP_ECLOSED : KP_EDELIVERY_TIMEOUT);
+}
+
+void kp__sender_expire(kp_producer_t *p, int64_t now, bool all, int error)
+{
+    (void)error;
+    struct drain_ctx ctx = {p, now, all};
+    kp__accumulator_expire(&p->acc, expired_cb, expired_done, &ctx);
+}

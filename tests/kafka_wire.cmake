@@ -1,0 +1,28 @@
+# Kafka wire layer (producer/src/wire): protocol primitives and messages, RecordBatch v2,
+# CRC-32C, murmur2, gzip. Unit tests, one fuzzer per decoder, and the codec benchmark.
+if(TARGET kproducer_internal)
+  # ZLIB::ZLIB is imported in producer/ only; the fuzzers below link it directly.
+  find_package(ZLIB REQUIRED)
+  foreach(t kafka_codec kafka_protocol record_batch crc32c murmur2)
+    sw_add_unit_test(test_${t}
+      SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_${t}.c
+      LIBS kproducer_internal)
+  endforeach()
+
+  # Fuzzers compile the wire sources themselves so that libFuzzer's coverage instrumentation
+  # (which the library target does not get) reaches the decoders.
+  file(GLOB kafka_wire_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/producer/src/wire/*.c)
+  foreach(f api_versions metadata produce init_producer_id record_batch)
+    sw_add_fuzzer(fuzz_kafka_${f}
+      SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz_kafka_${f}.c ${kafka_wire_sources}
+              ${PROJECT_SOURCE_DIR}/producer/src/errors.c
+      LIBS ZLIB::ZLIB Threads::Threads
+      CORPUS ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus/fuzz_kafka_${f})
+    target_include_directories(fuzz_kafka_${f} PRIVATE
+      ${PROJECT_SOURCE_DIR}/producer/include ${PROJECT_SOURCE_DIR}/producer/src)
+  endforeach()
+
+  sw_add_bench(kafka_codec_bench
+    SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/bench/kafka_codec_bench.c
+    LIBS kproducer_internal)
+endif()

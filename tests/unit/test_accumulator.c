@@ -1,0 +1,170 @@
+/*
+ * test_accumulator.c - RecordAccumulator without a broker: appends fill batches in pool
+ * blocks, sticky and keyed partitioning, readiness (full, linger, flush) and drain.
+ */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "core/accumulator.h"
+#include "core/clock.h"
+#include "wire/murmur2.h"
+
+static kp_buffer_pool_t *pool;
+static kp__accumulator_t acc;
+static kp__topic_md_t md;
+static int32_t leaders[4] = {1, 1, 2, -1};
+
+static void setup(void)
+{
+    pool = kp_buffer_pool_new(64 * 1024, 4096);
+    kp__accumulator_init(&acc, pool, 4096, 1000000 /* linger: never by time */);
+    md = (kp__topic_md_t){.name = "t", .n_partitions = 4, .leaders = leaders};
+}
+
+static void teardown(void)
+{
+    kp__accumulator_destroy(&acc);
+    kp_buffer_pool_destroy(pool);
+}
+
+static int append(int32_t partition, const char *key, size_t value_len, int32_t *chosen)
+{
+    static char value[3000];
+    bool nb = false;
+    return kp__accumulator_append(&acc, &md, 4, partition, 1000, key, key ? strlen(key) : 0, value,
+                                  value_len, NULL, 0, NULL, NULL, kp__now_ms() + 1000, &nb, chosen);
+}
+
+struct taken {
+    kp__batch_t *b[16];
+    int32_t leader[16];
+    int n;
+    int limit;
+};
+
+static bool take(void *arg, kp__partition_t *p, kp__batch_t *b, int32_t leader)
+{
+    (void)p;
+    struct taken *t = arg;
+    if (t->n >= t->limit)
+        return false;
+    t->b[t->n] = b;
+    t->leader[t->n++] = leader;
+    return true;
+}
+
+static void give_back(struct taken *t)
+{
+    for (int i = 0; i < t->n; i++)
+        kp_buffer_pool_deallocate(pool, t->b[i], t->b[i]->block_size);
+    t->n = 0;
+}
+
+static bool always(void *arg, kp__batch_t *b)
+{
+    (void)arg;
+    (void)b;
+    return true;
+}
+
+static void release(void *arg, kp__batch_t *b)
+{
+    (void)arg;
+    kp_buffer_pool_deallocate(pool, b, b->block_size);
+}
+
+TestSuite(accumulator, .init = setup, .fini = teardown);
+
+Test(accumulator, appends_share_the_tail_batch_until_full)
+{
+    int32_t chosen = -1;
+    cr_assert_eq(append(0, NULL, 1000, &chosen), 0);
+    cr_assert_eq(append(0, NULL, 1000, &chosen), 0);
+    cr_assert_eq(kp_buffer_pool_available(pool), 60 * 1024, "two records, one 4 KiB block");
+    cr_assert_eq(append(0, NULL, 1000, &chosen), 0);
+    cr_assert_eq(append(0, NULL, 1000, &chosen), 0); /* does not fit: a second batch */
+    cr_assert_eq(kp_buffer_pool_available(pool), 56 * 1024);
+    cr_assert_eq(acc.n_batches, 2);
+
+    struct taken t = {.limit = 16};
+    bool unknown = false;
+    kp__accumulator_drain(&acc, kp__now_ms(), take, &t, &unknown);
+    cr_assert_eq(t.n, 1, "only the full batch is ready while lingering");
+    cr_assert_eq(t.b[0]->rb.count, 3);
+    cr_assert_eq(t.leader[0], 1);
+    give_back(&t);
+    kp__accumulator_begin_flush(&acc);
+    kp__accumulator_drain(&acc, kp__now_ms(), take, &t, &unknown);
+    kp__accumulator_end_flush(&acc);
+    cr_assert_eq(t.n, 1, "flush makes the lingering batch ready");
+    give_back(&t);
+    cr_assert_eq(kp_buffer_pool_available(pool), 64 * 1024);
+}
+
+Test(accumulator, keyed_records_go_to_murmur2_partition)
+{
+    const char *keys[] = {"a", "segment-1", "segment-2", "xyz"};
+    for (int i = 0; i < 4; i++) {
+        int32_t chosen = -1;
+        cr_assert_eq(append(-1, keys[i], 10, &chosen), 0);
+        cr_assert_eq(chosen, kp_murmur2_partition(keys[i], strlen(keys[i]), 4));
+    }
+    kp__accumulator_begin_flush(&acc);
+    struct taken t = {.limit = 16};
+    bool unknown = false;
+    kp__accumulator_drain(&acc, kp__now_ms(), take, &t, &unknown);
+    give_back(&t);
+    /* Partition 3 has no leader: its batch stays and the drain says so. */
+    if (acc.n_batches > 0)
+        cr_assert(unknown);
+    kp__accumulator_expire(&acc, always, release, NULL);
+    kp__accumulator_end_flush(&acc);
+    cr_assert_eq(acc.n_batches, 0);
+    cr_assert_eq(kp_buffer_pool_available(pool), 64 * 1024);
+}
+
+Test(accumulator, unkeyed_records_stick_to_a_partition_per_batch)
+{
+    leaders[3] = 2;
+    int32_t first = -1, chosen = -1;
+    cr_assert_eq(append(-1, NULL, 1000, &first), 0);
+    for (int i = 0; i < 2; i++) {
+        cr_assert_eq(append(-1, NULL, 1000, &chosen), 0);
+        cr_assert_eq(chosen, first, "sticky within a batch");
+    }
+    cr_assert_eq(append(-1, NULL, 1000, &chosen), 0);
+    cr_assert_neq(chosen, first, "a new batch switches the sticky partition");
+    kp__accumulator_expire(&acc, always, release, NULL);
+    leaders[3] = -1;
+}
+
+Test(accumulator, too_many_blocks_time_out_and_bad_partition_fails)
+{
+    int32_t chosen = -1;
+    for (int i = 0; i < 16; i++)
+        cr_assert_eq(append(i % 3, NULL, 3000, &chosen), 0, "append %d", i);
+    leaders[3] = -1;
+    bool nb = false;
+    static char value[3000];
+    cr_assert_eq(kp__accumulator_append(&acc, &md, 4, 0, 1000, NULL, 0, value, sizeof(value), NULL,
+                                        0, NULL, NULL, kp__now_ms(), &nb, &chosen),
+                 KP_EBUFFER_TIMEOUT);
+    cr_assert_eq(append(9, NULL, 10, &chosen), KP_EUNKNOWN_PARTITION);
+    struct taken t = {.limit = 16};
+    bool unknown = false;
+    /* Drain limits: the callback refuses after 2; the rest stay queued. */
+    t.limit = 2;
+    kp__accumulator_drain(&acc, kp__now_ms(), take, &t, &unknown);
+    cr_assert_eq(t.n, 2);
+    cr_assert_eq(acc.n_batches, 14);
+    give_back(&t);
+    kp__accumulator_begin_flush(&acc); /* the last batch of each partition is lingering */
+    for (int round = 0; round < 8 && acc.n_batches > 0; round++) {
+        t.limit = 16;
+        kp__accumulator_drain(&acc, kp__now_ms(), take, &t, &unknown);
+        give_back(&t);
+    }
+    kp__accumulator_end_flush(&acc);
+    cr_assert_eq(acc.n_batches, 0);
+    cr_assert_eq(kp_buffer_pool_available(pool), 64 * 1024);
+}

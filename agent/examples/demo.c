@@ -164,14 +164,20 @@ int main(int argc, char **argv)
         pthread_join(threads[t], NULL);
 
     bool traced = sw_enabled();
+    /* The reporter sw_init chose: SW_REPORTER, else the backend that is configured, else file. */
+    const char *reporter = cfg.reporter[0]                  ? cfg.reporter
+                           : cfg.kafka_bootstrap_servers[0] ? "kafka"
+                           : cfg.backend_services[0]        ? "grpc"
+                                                            : "file";
     sw_shutdown();
     sw_stats_t st;
     sw_stats(&st);
     char path[PATH_MAX];
     if (realpath(cfg.file_path, path) == NULL)
         snprintf(path, sizeof path, "%s", cfg.file_path);
-    printf("sw_demo: handled %d requests (%s)\n", request_count, traced ? "traced" : "not traced");
-    if (traced)
+    printf("sw_demo: handled %d requests (%s, reporter %s)\n", request_count,
+           traced ? "traced" : "not traced", reporter);
+    if (traced && strcmp(reporter, "file") == 0)
         printf("segments written to %s (appended)\n  read them: ./build/agent/tools/swtrace %s\n",
                path, cfg.file_path);
     printf("segments: finished=%llu reported=%llu dropped=%llu failed=%llu "

@@ -79,11 +79,19 @@ const char *sw_strerror(int code);
  *   SW_AGENT_SPAN_LIMIT                 spans per segment, 1..10000 (default 300)
  *   SW_AGENT_IGNORE_SUFFIX              comma list; operations ending so are not traced
  *   SW_AGENT_SEGMENT_ARENA_BYTES        per-segment bytes for strings/tags (default 16384)
- *   SW_AGENT_COLLECTOR_BACKEND_SERVICES OAP gRPC address(es) (stored; gRPC reporter later)
- *   SW_AGENT_AUTHENTICATION             OAP authentication token (stored)
- *   SW_KAFKA_BOOTSTRAP_SERVERS          Kafka brokers (stored; Kafka reporter later)
- *   SW_KAFKA_NAMESPACE                  topic prefix (stored)
- *   SW_KAFKA_PRODUCER_CONFIG            extra producer settings (stored)
+ *   SW_AGENT_COLLECTOR_BACKEND_SERVICES OAP gRPC host:port[,host:port...] (selects the gRPC
+ *                                       reporter; the next address is tried on UNAVAILABLE)
+ *   SW_AGENT_AUTHENTICATION             OAP token, sent as gRPC metadata `authentication`
+ *   SW_AGENT_GRPC_TIMEOUT_MS            deadline of each gRPC call, 100..600000 (10000)
+ *   SW_AGENT_SSL                        true: gRPC over TLS (default false)
+ *   SW_AGENT_SSL_CA_FILE                PEM roots for SW_AGENT_SSL (default: gRPC's roots)
+ *   SW_KAFKA_BOOTSTRAP_SERVERS          Kafka brokers host:port,... (selects the Kafka reporter)
+ *   SW_KAFKA_NAMESPACE                  topic prefix: topics become <ns>-<topic>
+ *   SW_KAFKA_PRODUCER_CONFIG            producer properties, comma-separated name=value
+ *                                       (Java names: acks=1,linger.ms=20,max.block.ms=1000 ...)
+ *   SW_KAFKA_TOPIC_SEGMENT              segment topic (default skywalking-segments)
+ *   SW_KAFKA_TOPIC_MANAGEMENT           management topic (default skywalking-managements)
+ *   SW_AGENT_HEARTBEAT_PERIOD           seconds between instance keep-alives, 1..86400 (30)
  *   SW_REPORTER                         file | kafka | grpc (default: file)
  *   SW_REPORTER_FILE_PATH               file reporter output (default skywalking-segments.bin)
  *   SW_BUFFER_CHANNEL_SIZE              DataCarrier channels (default 5)
@@ -107,6 +115,12 @@ typedef struct sw_config {
     char kafka_bootstrap_servers[SW_CONFIG_TEXT_MAX];
     char kafka_namespace[SW_CONFIG_NAME_MAX];
     char kafka_producer_config[SW_CONFIG_TEXT_MAX];
+    char kafka_topic_segment[SW_CONFIG_NAME_MAX];
+    char kafka_topic_management[SW_CONFIG_NAME_MAX];
+    uint32_t heartbeat_period_s;
+    uint32_t grpc_timeout_ms;
+    bool grpc_ssl;
+    char grpc_ssl_ca_file[SW_CONFIG_TEXT_MAX];
     char reporter[16];
     char file_path[SW_CONFIG_TEXT_MAX];
     uint32_t buffer_channel_size;

@@ -146,7 +146,9 @@ Test(config, bad_configuration_leaves_the_agent_off_and_the_host_running)
     cr_expect(!sw_enabled());
     sw_config_init(&c);
     snprintf(c.reporter, sizeof c.reporter, "grpc");
-    cr_expect_eq(sw_init(&c), SW_ENOTSUP, "the gRPC reporter is not built yet");
+    cr_expect_eq(sw_init(&c), SW_ECONFIG,
+                 "the gRPC reporter needs SW_AGENT_COLLECTOR_BACKEND_SERVICES");
+    cr_expect(!sw_enabled());
     sw_config_init(&c);
     c.span_limit_per_segment = 0;
     cr_expect_eq(sw_init(&c), SW_ECONFIG);

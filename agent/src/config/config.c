@@ -12,7 +12,7 @@
 
 #include "../core/ids.h"
 
-typedef enum { KIND_TEXT, KIND_INT32, KIND_UINT32, KIND_REPORTER } kind_t;
+typedef enum { KIND_TEXT, KIND_INT32, KIND_UINT32, KIND_REPORTER, KIND_BOOL } kind_t;
 
 typedef struct key_desc {
     const char *name;
@@ -43,6 +43,12 @@ static const key_desc_t keys[] = {
     TEXT("SW_KAFKA_BOOTSTRAP_SERVERS", kafka_bootstrap_servers),
     TEXT("SW_KAFKA_NAMESPACE", kafka_namespace),
     TEXT("SW_KAFKA_PRODUCER_CONFIG", kafka_producer_config),
+    TEXT("SW_KAFKA_TOPIC_SEGMENT", kafka_topic_segment),
+    TEXT("SW_KAFKA_TOPIC_MANAGEMENT", kafka_topic_management),
+    NUM("SW_AGENT_HEARTBEAT_PERIOD", KIND_UINT32, heartbeat_period_s, 1, 86400),
+    NUM("SW_AGENT_GRPC_TIMEOUT_MS", KIND_UINT32, grpc_timeout_ms, 100, 600000),
+    {"SW_AGENT_SSL", KIND_BOOL, offsetof(sw_config_t, grpc_ssl), 0, 0, 0},
+    TEXT("SW_AGENT_SSL_CA_FILE", grpc_ssl_ca_file),
     {"SW_REPORTER", KIND_REPORTER, offsetof(sw_config_t, reporter),
      sizeof(((sw_config_t *)0)->reporter), 0, 0},
     TEXT("SW_REPORTER_FILE_PATH", file_path),
@@ -78,6 +84,8 @@ void sw_config_init(sw_config_t *cfg)
     cfg->segment_arena_bytes = 16384;
     cfg->buffer_channel_size = 5;
     cfg->buffer_buffer_size = 300;
+    cfg->heartbeat_period_s = 30;
+    cfg->grpc_timeout_ms = 10000;
     snprintf(cfg->file_path, sizeof cfg->file_path, "skywalking-segments.bin");
 }
 
@@ -159,6 +167,19 @@ int sw__config_set_n(sw_config_t *cfg, const char *key, const char *value, size_
             memcpy(field, &x, sizeof x);
         }
         return 0;
+    case KIND_BOOL: {
+        bool yes = (len == 4 && strncasecmp(value, "true", 4) == 0) ||
+                   (len == 1 && value[0] == '1');
+        bool no = (len == 5 && strncasecmp(value, "false", 5) == 0) ||
+                  (len == 1 && value[0] == '0');
+        if (!yes && !no) {
+            sw__errbuf_printf(errbuf, errlen, "%s must be true or false, got '%.*s'", key,
+                              (int)(len > 64 ? 64 : len), value ? value : "");
+            return SW_ECONFIG;
+        }
+        memcpy(field, &yes, sizeof yes);
+        return 0;
+    }
     case KIND_REPORTER:
         if ((len == 4 && memcmp(value, "file", 4) == 0) ||
             (len == 5 && memcmp(value, "kafka", 5) == 0) ||

@@ -8,6 +8,8 @@
 
 #include "../config/config.h"
 #include "encode.h"
+#include "grpc_reporter.h"
+#include "kafka_reporter.h"
 #include "reporter.h"
 
 struct sw__pipeline {
@@ -30,6 +32,10 @@ static int reporter_open(const sw_config_t *cfg, sw__report_counters_t *counters
 {
     if (strcmp(cfg->reporter, "file") == 0)
         return sw__file_reporter_create(cfg->file_path, counters, out, errbuf, errlen);
+    if (strcmp(cfg->reporter, "kafka") == 0)
+        return sw__kafka_reporter_create(cfg, counters, out, errbuf, errlen);
+    if (strcmp(cfg->reporter, "grpc") == 0)
+        return sw__grpc_reporter_create(cfg, counters, out, errbuf, errlen);
     sw__errbuf_printf(errbuf, errlen,
                       "SW_REPORTER=%s: this build has no %s reporter yet (use file)", cfg->reporter,
                       cfg->reporter);

@@ -1,0 +1,292 @@
+/*
+ * grpc_reporter_channel.c - addresses, channel, fail over and backoff of the gRPC reporter.
+ */
+#include "grpc_reporter_channel.h"
+
+#include <errno.h>
+#include <grpc/grpc_security.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../config/config.h"
+
+/* A PEM bundle larger than this is surely not a CA file. */
+#define CA_FILE_MAX (4u << 20)
+
+struct sw__grpc_conn {
+    /* Everything below belongs to the one thread using the connection (see the header). */
+    char *addresses[SW_GRPC_ADDRESSES_MAX];
+    size_t address_count;
+    size_t current;
+    const char *role;
+    grpc_channel_credentials *creds;
+    grpc_channel *channel; /* to addresses[current], or NULL */
+    grpc_completion_queue *queue;
+    uint32_t failures_in_row; /* calls that ended UNAVAILABLE/DEADLINE since the last OK */
+    uint32_t backoff_ms;      /* the next backoff to apply */
+    uint64_t retry_at_ms;     /* monotonic; acquire returns NULL before it */
+    uint64_t jitter_state;
+    bool down; /* the last outcome was a connection failure (for transition logs) */
+};
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* Returns ms scaled by a pseudo-random factor in [0.8, 1.2) (xorshift64). */
+static uint32_t jitter(sw__grpc_conn_t *c, uint32_t ms)
+{
+    uint64_t x = c->jitter_state;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    c->jitter_state = x;
+    return (uint32_t)((uint64_t)ms * (800u + x % 400u) / 1000u);
+}
+
+/* Checks one "host:port" entry of len bytes: a non-empty host and a port in 1..65535. */
+static bool address_valid(const char *s, size_t len)
+{
+    const char *colon = NULL;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] == ':')
+            colon = s + i;
+    }
+    if (colon == NULL || colon == s)
+        return false;
+    size_t digits = len - (size_t)(colon + 1 - s);
+    if (digits == 0 || digits > 5)
+        return false;
+    unsigned port = 0;
+    for (size_t i = 0; i < digits; i++) {
+        char ch = colon[1 + i];
+        if (ch < '0' || ch > '9')
+            return false;
+        port = port * 10 + (unsigned)(ch - '0');
+    }
+    return port >= 1 && port <= 65535;
+}
+
+static int addresses_parse(sw__grpc_conn_t *c, const char *list, char *errbuf, size_t errlen)
+{
+    const char *p = list;
+    for (;;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        while (len > 0 && (*p == ' ' || *p == '\t')) {
+            p++;
+            len--;
+        }
+        while (len > 0 && (p[len - 1] == ' ' || p[len - 1] == '\t'))
+            len--;
+        if (!address_valid(p, len)) {
+            sw__errbuf_printf(errbuf, errlen,
+                              "SW_AGENT_COLLECTOR_BACKEND_SERVICES: '%.*s' is not host:port "
+                              "(expected e.g. 127.0.0.1:11800[,host2:11800])",
+                              (int)(len > 128 ? 128 : len), p);
+            return SW_ECONFIG;
+        }
+        if (c->address_count == SW_GRPC_ADDRESSES_MAX) {
+            sw__errbuf_printf(errbuf, errlen,
+                              "SW_AGENT_COLLECTOR_BACKEND_SERVICES: more than %d addresses",
+                              SW_GRPC_ADDRESSES_MAX);
+            return SW_ECONFIG;
+        }
+        char *a = strndup(p, len);
+        if (a == NULL)
+            return SW_ENOMEM;
+        c->addresses[c->address_count++] = a;
+        if (end == NULL)
+            return 0;
+        p = end + 1;
+    }
+}
+
+/* Reads the whole CA file into a NUL-terminated malloc'd string. */
+static int ca_file_read(const char *path, char **out, char *errbuf, size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        sw__errbuf_printf(errbuf, errlen, "SW_AGENT_SSL_CA_FILE: cannot open '%s': %s", path,
+                          strerror(errno));
+        return SW_ECONFIG;
+    }
+    char *buf = malloc(CA_FILE_MAX + 1);
+    size_t n = buf ? fread(buf, 1, CA_FILE_MAX + 1, f) : 0;
+    int err = ferror(f);
+    fclose(f);
+    if (buf == NULL)
+        return SW_ENOMEM;
+    if (err || n == 0 || n > CA_FILE_MAX) {
+        sw__errbuf_printf(errbuf, errlen, "SW_AGENT_SSL_CA_FILE: '%s' is %s", path,
+                          err      ? "unreadable"
+                          : n == 0 ? "empty"
+                                   : "larger than 4 MiB");
+        free(buf);
+        return SW_ECONFIG;
+    }
+    buf[n] = '\0';
+    *out = buf;
+    return 0;
+}
+
+static int credentials_create(sw__grpc_conn_t *c, const sw_config_t *cfg, char *errbuf,
+                              size_t errlen)
+{
+    if (!cfg->grpc_ssl) {
+        c->creds = grpc_insecure_credentials_create();
+        return c->creds ? 0 : SW_ENOMEM;
+    }
+    char *roots = NULL;
+    if (cfg->grpc_ssl_ca_file[0] != '\0') {
+        int rc = ca_file_read(cfg->grpc_ssl_ca_file, &roots, errbuf, errlen);
+        if (rc != 0)
+            return rc;
+    }
+    /* NULL roots: gRPC's default roots (GRPC_DEFAULT_SSL_ROOTS_FILE_PATH or its bundle). */
+    c->creds = grpc_ssl_credentials_create(roots, NULL, NULL, NULL);
+    free(roots); /* copied by gRPC */
+    if (c->creds == NULL) {
+        sw__errbuf_printf(errbuf, errlen, "SW_AGENT_SSL: gRPC could not create TLS credentials");
+        return SW_ECONFIG;
+    }
+    return 0;
+}
+
+int sw__grpc_conn_create(const sw_config_t *cfg, const char *role, sw__grpc_conn_t **out,
+                         char *errbuf, size_t errlen)
+{
+    sw__grpc_conn_t *c = calloc(1, sizeof *c);
+    if (c == NULL)
+        return SW_ENOMEM;
+    c->role = role;
+    c->backoff_ms = SW_GRPC_BACKOFF_INITIAL_MS;
+    c->jitter_state = (now_ms() << 1 | 1) ^ (uint64_t)(uintptr_t)c;
+    int rc = addresses_parse(c, cfg->backend_services, errbuf, errlen);
+    if (rc == 0)
+        rc = credentials_create(c, cfg, errbuf, errlen);
+    if (rc == 0) {
+        c->queue = grpc_completion_queue_create_for_pluck(NULL);
+        if (c->queue == NULL)
+            rc = SW_ENOMEM;
+    }
+    if (rc != 0) {
+        sw__grpc_conn_destroy(c);
+        return rc;
+    }
+    *out = c;
+    return 0;
+}
+
+static grpc_channel *channel_open(sw__grpc_conn_t *c)
+{
+    /* A private subchannel pool: a new channel after a failure really reconnects instead of
+       inheriting a shared subchannel's backoff. Retries off: one attempt per call, so every
+       outcome maps to exactly one delivery or none. */
+    grpc_arg args[] = {
+        {.type = GRPC_ARG_INTEGER,
+         .key = (char *)GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL,
+         .value.integer = 1},
+        {.type = GRPC_ARG_INTEGER, .key = (char *)GRPC_ARG_ENABLE_RETRIES, .value.integer = 0},
+        {.type = GRPC_ARG_INTEGER,
+         .key = (char *)GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS,
+         .value.integer = SW_GRPC_BACKOFF_INITIAL_MS},
+        {.type = GRPC_ARG_INTEGER,
+         .key = (char *)GRPC_ARG_MAX_RECONNECT_BACKOFF_MS,
+         .value.integer = SW_GRPC_BACKOFF_MAX_MS},
+    };
+    grpc_channel_args ca = {.num_args = sizeof args / sizeof args[0], .args = args};
+    return grpc_channel_create(c->addresses[c->current], c->creds, &ca);
+}
+
+grpc_channel *sw__grpc_conn_acquire(sw__grpc_conn_t *c)
+{
+    if (c->retry_at_ms != 0 && now_ms() < c->retry_at_ms)
+        return NULL;
+    if (c->channel == NULL) {
+        c->channel = channel_open(c);
+        if (c->channel == NULL)
+            return NULL;
+    }
+    if (grpc_channel_check_connectivity_state(c->channel, 1) == GRPC_CHANNEL_TRANSIENT_FAILURE) {
+        sw__grpc_conn_outcome(c, GRPC_STATUS_UNAVAILABLE, "channel in TRANSIENT_FAILURE");
+        return NULL;
+    }
+    return c->channel;
+}
+
+void sw__grpc_conn_outcome(sw__grpc_conn_t *c, grpc_status_code status, const char *details)
+{
+    if (status == GRPC_STATUS_OK) {
+        if (c->down)
+            fprintf(stderr, "skywalking-c: gRPC %s: collector %s is reachable again\n", c->role,
+                    c->addresses[c->current]);
+        c->down = false;
+        c->failures_in_row = 0;
+        c->backoff_ms = SW_GRPC_BACKOFF_INITIAL_MS;
+        c->retry_at_ms = 0;
+        return;
+    }
+    if (status != GRPC_STATUS_UNAVAILABLE && status != GRPC_STATUS_DEADLINE_EXCEEDED)
+        return;
+    const char *failed = c->addresses[c->current];
+    if (c->channel != NULL) {
+        grpc_channel_destroy(c->channel);
+        c->channel = NULL;
+    }
+    c->failures_in_row++;
+    c->current = (c->current + 1) % c->address_count;
+    if (c->failures_in_row % c->address_count == 0) { /* a whole round failed: back off */
+        c->retry_at_ms = now_ms() + jitter(c, c->backoff_ms);
+        c->backoff_ms = c->backoff_ms >= SW_GRPC_BACKOFF_MAX_MS / 2 ? SW_GRPC_BACKOFF_MAX_MS
+                                                                    : c->backoff_ms * 2;
+    } else {
+        c->retry_at_ms = 0;
+    }
+    if (!c->down)
+        fprintf(stderr,
+                "skywalking-c: gRPC %s: collector %s unavailable (%s%s%s); retrying %s with "
+                "backoff up to %d ms; data meanwhile is counted as failed\n",
+                c->role, failed,
+                status == GRPC_STATUS_UNAVAILABLE ? "UNAVAILABLE" : "DEADLINE_EXCEEDED",
+                details && details[0] ? ": " : "", details ? details : "",
+                c->address_count > 1 ? "the next address" : "it", SW_GRPC_BACKOFF_MAX_MS);
+    c->down = true;
+}
+
+const char *sw__grpc_conn_target(const sw__grpc_conn_t *c)
+{
+    return c->addresses[c->current];
+}
+
+grpc_completion_queue *sw__grpc_conn_queue(const sw__grpc_conn_t *c)
+{
+    return c->queue;
+}
+
+void sw__grpc_conn_destroy(sw__grpc_conn_t *c)
+{
+    if (c == NULL)
+        return;
+    if (c->channel != NULL)
+        grpc_channel_destroy(c->channel);
+    if (c->queue != NULL) {
+        /* Every batch of this connection was plucked: the queue is empty and shuts down now. */
+        grpc_completion_queue_shutdown(c->queue);
+        while (grpc_completion_queue_pluck(c->queue, NULL, gpr_inf_future(GPR_CLOCK_REALTIME), NULL)
+                   .type != GRPC_QUEUE_SHUTDOWN) {
+        }
+        grpc_completion_queue_destroy(c->queue);
+    }
+    if (c->creds != NULL)
+        grpc_channel_credentials_release(c->creds);
+    for (size_t i = 0; i < c->address_count; i++)
+        free(c->addresses[i]);
+    free(c);
+}

@@ -1,0 +1,168 @@
+/*
+ * grpc_reporter_management.c - InstanceProperties and keep-alives over ManagementService.
+ */
+#include "grpc_reporter_management.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../config/config.h"
+#include "grpc_reporter_call.h"
+#include "grpc_reporter_channel.h"
+#include "instance_properties.h"
+
+#define METHOD_PROPERTIES "/skywalking.v3.ManagementService/reportInstanceProperties"
+#define METHOD_PING       "/skywalking.v3.ManagementService/keepAlive"
+
+struct sw__grpc_management {
+    /* Set before the thread starts, read-only afterwards. */
+    sw__grpc_notices_t *notices;
+    sw__grpc_conn_t *conn; /* the management thread's own; only it touches it */
+    char token[SW_CONFIG_NAME_MAX];
+    uint32_t period_s;
+    uint32_t timeout_ms;
+    uint8_t *properties; /* packed InstanceProperties */
+    size_t properties_len;
+    uint8_t *ping; /* packed InstancePingPkg */
+    size_t ping_len;
+
+    sw__grpc_cancel_t cancel; /* lets stop() cancel the call in flight */
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t wake;                  /* CLOCK_MONOTONIC; signalled by stop() */
+    bool stopping;                        /* protected by lock */
+    sw__grpc_management_stats_t counters; /* protected by lock */
+};
+
+/* One management call; returns true on OK. Management thread only. */
+static bool management_call(sw__grpc_management_t *m, const char *method, const uint8_t *data,
+                            size_t len, const char *origin)
+{
+    grpc_channel *ch = sw__grpc_conn_acquire(m->conn);
+    sw__grpc_result_t res;
+    if (ch == NULL) {
+        res.status = GRPC_STATUS_UNAVAILABLE;
+    } else {
+        sw__report_record_t msg = {.segment_id = NULL, .data = data, .len = len};
+        sw__grpc_call_run(ch, sw__grpc_conn_queue(m->conn), method, &msg, 1, m->token,
+                          m->timeout_ms, &m->cancel, &res);
+        sw__grpc_conn_outcome(m->conn, res.status, res.details);
+        if (res.status == GRPC_STATUS_OK && res.response != NULL)
+            (void)sw__grpc_notices_commands(m->notices, res.response, res.response_len, origin);
+        else if (res.status != GRPC_STATUS_OK && res.status != GRPC_STATUS_CANCELLED)
+            (void)sw__grpc_notices_status(m->notices, res.status, res.details, origin,
+                                          sw__grpc_conn_target(m->conn), m->token[0] != '\0');
+        free(res.response);
+    }
+    bool ok = res.status == GRPC_STATUS_OK;
+    pthread_mutex_lock(&m->lock);
+    if (!ok)
+        m->counters.calls_failed++;
+    else if (method[sizeof "/skywalking.v3.ManagementService/" - 1] == 'k')
+        m->counters.pings_ok++;
+    else
+        m->counters.properties_ok++;
+    pthread_mutex_unlock(&m->lock);
+    return ok;
+}
+
+static void *management_main(void *arg)
+{
+    sw__grpc_management_t *m = arg;
+    bool properties_accepted = false;
+    struct timespec next;
+    clock_gettime(CLOCK_MONOTONIC, &next);
+    for (uint64_t tick = 0;; tick++) {
+        if (!properties_accepted || tick % SW_GRPC_PROPERTIES_EVERY == 0)
+            properties_accepted = management_call(m, METHOD_PROPERTIES, m->properties,
+                                                  m->properties_len, "reportInstanceProperties");
+        (void)management_call(m, METHOD_PING, m->ping, m->ping_len, "keepAlive");
+
+        next.tv_sec += m->period_s;
+        pthread_mutex_lock(&m->lock);
+        int rc = 0;
+        while (!m->stopping && rc != ETIMEDOUT)
+            rc = pthread_cond_timedwait(&m->wake, &m->lock, &next);
+        bool stop = m->stopping;
+        pthread_mutex_unlock(&m->lock);
+        if (stop)
+            break;
+        /* After a long stall (a slow call), do not fire a burst of catch-up heartbeats. */
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (now.tv_sec > next.tv_sec + (time_t)m->period_s)
+            next = now;
+    }
+    return NULL;
+}
+
+static void management_free(sw__grpc_management_t *m)
+{
+    sw__grpc_conn_destroy(m->conn);
+    free(m->properties);
+    free(m->ping);
+    sw__grpc_cancel_destroy(&m->cancel);
+    pthread_cond_destroy(&m->wake);
+    pthread_mutex_destroy(&m->lock);
+    free(m);
+}
+
+int sw__grpc_management_start(const sw_config_t *cfg, sw__grpc_notices_t *notices,
+                              sw__grpc_management_t **out, char *errbuf, size_t errlen)
+{
+    sw__grpc_management_t *m = calloc(1, sizeof *m);
+    if (m == NULL)
+        return SW_ENOMEM;
+    m->notices = notices;
+    m->period_s = cfg->heartbeat_period_s ? cfg->heartbeat_period_s : 30;
+    m->timeout_ms = cfg->grpc_timeout_ms ? cfg->grpc_timeout_ms : 10000;
+    memcpy(m->token, cfg->authentication, sizeof m->token);
+    m->token[sizeof m->token - 1] = '\0';
+    sw__grpc_cancel_init(&m->cancel);
+    pthread_mutex_init(&m->lock, NULL);
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&m->wake, &attr);
+    pthread_condattr_destroy(&attr);
+
+    int rc = sw__instance_properties_pack(cfg, &m->properties, &m->properties_len);
+    if (rc == 0)
+        rc = sw__instance_ping_pack(cfg, &m->ping, &m->ping_len);
+    if (rc == 0)
+        rc = sw__grpc_conn_create(cfg, "management", &m->conn, errbuf, errlen);
+    if (rc == 0 && pthread_create(&m->thread, NULL, management_main, m) != 0) {
+        sw__errbuf_printf(errbuf, errlen, "cannot start the gRPC management thread");
+        rc = SW_ETHREAD;
+    }
+    if (rc != 0) {
+        management_free(m);
+        return rc;
+    }
+    *out = m;
+    return 0;
+}
+
+void sw__grpc_management_stats(sw__grpc_management_t *m, sw__grpc_management_stats_t *st)
+{
+    pthread_mutex_lock(&m->lock);
+    *st = m->counters;
+    pthread_mutex_unlock(&m->lock);
+}
+
+void sw__grpc_management_stop(sw__grpc_management_t *m)
+{
+    if (m == NULL)
+        return;
+    pthread_mutex_lock(&m->lock);
+    m->stopping = true;
+    pthread_cond_signal(&m->wake);
+    pthread_mutex_unlock(&m->lock);
+    sw__grpc_cancel_fire(&m->cancel);
+    pthread_join(m->thread, NULL);
+    management_free(m);
+}

@@ -1,0 +1,356 @@
+/*
+ * kafka_reporter.c - segments and management records to Kafka through the project's own
+ * producer (libkproducer). See kafka_reporter.h for topics, keys and threads.
+ */
+#include "kafka_reporter.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../config/config.h"
+#include "instance_properties.h"
+#include "kproducer.h"
+
+#define TOPIC_MAX                (2 * SW_CONFIG_NAME_MAX + 2)
+#define KEY_MAX                  (SW_CONFIG_NAME_MAX + 16)
+#define PROPERTY_NAME_MAX        128
+#define PROPERTIES_EVERY_N_PINGS 10
+
+typedef struct kafka_reporter {
+    sw__reporter_t base;
+    kp_producer_t *producer;
+
+    /* Immutable after create: read by the consumer and management threads. */
+    char topic_segment[TOPIC_MAX];
+    char topic_management[TOPIC_MAX];
+    char key_register[KEY_MAX]; /* "register-<instance>" */
+    char key_ping[KEY_MAX];     /* "<instance>" */
+    uint8_t *properties;        /* packed InstanceProperties */
+    size_t properties_len;
+    uint8_t *ping; /* packed InstancePingPkg */
+    size_t ping_len;
+    uint32_t heartbeat_s;
+
+    /* Consumer thread only (report, flush), then close() after the consumer was joined. */
+    bool flush_timed_out;
+    int last_error_logged;
+
+    /* The management thread sleeps on `wake`; close() sets `closing` and signals it. */
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    bool closing; /* protected by lock */
+    pthread_t management;
+    bool management_started; /* set by create, read by close: no concurrency */
+
+    /* Management records acknowledged / failed; relaxed: diagnostics only, read in close. */
+    _Atomic uint64_t management_acked;
+    _Atomic uint64_t management_failed;
+} kafka_reporter_t;
+
+/* Delivery report of a segment (producer's sender thread, or the thread in kp_close). */
+static void segment_delivered(void *opaque, int error, int32_t partition, int64_t offset)
+{
+    sw__report_counters_t *counters = opaque;
+    (void)partition;
+    (void)offset;
+    /* release: partner of sw_stats' acquire load (see reporter.h). */
+    atomic_fetch_add_explicit(error == 0 ? &counters->reported : &counters->failed, 1,
+                              memory_order_release);
+}
+
+/* Delivery report of a management record (sender thread or kp_close's caller). */
+static void management_delivered(void *opaque, int error, int32_t partition, int64_t offset)
+{
+    kafka_reporter_t *r = opaque;
+    (void)partition;
+    (void)offset;
+    atomic_fetch_add_explicit(error == 0 ? &r->management_acked : &r->management_failed, 1,
+                              memory_order_relaxed);
+}
+
+/* Errors after which the rest of a batch is failed at once: every further kp_send would wait
+   max.block.ms again for the same missing broker, metadata or memory. */
+static bool error_is_blocking(int rc)
+{
+    return rc == KP_EMETADATA_TIMEOUT || rc == KP_EUNKNOWN_TOPIC || rc == KP_EBUFFER_TIMEOUT ||
+           rc == KP_ECLOSED;
+}
+
+static void kafka_report(sw__reporter_t *self, const sw__report_record_t *records, size_t count)
+{
+    kafka_reporter_t *r = (kafka_reporter_t *)self;
+    uint64_t failed = 0;
+    bool give_up = false;
+    for (size_t i = 0; i < count; i++) {
+        if (give_up) {
+            failed++;
+            continue;
+        }
+        const sw__report_record_t *rec = &records[i];
+        int rc =
+            kp_send(r->producer, r->topic_segment, -1, rec->segment_id, strlen(rec->segment_id),
+                    rec->data, rec->len, NULL, 0, 0, segment_delivered, self->counters);
+        if (rc == 0) {
+            r->last_error_logged = 0; /* a later failure is worth a line again */
+            continue;
+        }
+        failed++;
+        if (rc != r->last_error_logged) { /* one line per change of error, not per record */
+            fprintf(stderr, "skywalking: kafka: cannot send a segment to %s: %s\n",
+                    r->topic_segment, kp_strerror(rc));
+            r->last_error_logged = rc;
+        }
+        give_up = error_is_blocking(rc);
+    }
+    if (failed != 0) /* release: partner of sw_stats' acquire load (see reporter.h). */
+        atomic_fetch_add_explicit(&self->counters->failed, failed, memory_order_release);
+}
+
+static int kafka_flush(sw__reporter_t *self)
+{
+    kafka_reporter_t *r = (kafka_reporter_t *)self;
+    if (kp_flush(r->producer, SW_KAFKA_FLUSH_TIMEOUT_MS) == 0)
+        return 0;
+    r->flush_timed_out = true;
+    return SW_EIO;
+}
+
+/* Sends one management record; an error is counted, and the next heartbeat tries again. */
+static void management_send(kafka_reporter_t *r, bool properties)
+{
+    const char *key = properties ? r->key_register : r->key_ping;
+    int rc =
+        kp_send(r->producer, r->topic_management, -1, key, strlen(key),
+                properties ? r->properties : r->ping, properties ? r->properties_len : r->ping_len,
+                NULL, 0, 0, management_delivered, r);
+    if (rc != 0)
+        atomic_fetch_add_explicit(&r->management_failed, 1, memory_order_relaxed);
+}
+
+static struct timespec deadline_after(uint32_t seconds)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_sec += (time_t)seconds;
+    return ts;
+}
+
+/* The management thread: properties and a ping at start, then a ping every heartbeat period
+   (properties again with every 10th), until close() sets `closing`. */
+static void *management_run(void *arg)
+{
+    kafka_reporter_t *r = arg;
+    management_send(r, true);
+    management_send(r, false);
+    uint64_t pings = 0;
+    pthread_mutex_lock(&r->lock);
+    while (!r->closing) {
+        /* Fixed delay after the previous sends, so a slow send never causes a burst. */
+        struct timespec deadline = deadline_after(r->heartbeat_s);
+        int rc = 0;
+        while (!r->closing && rc != ETIMEDOUT)
+            rc = pthread_cond_timedwait(&r->wake, &r->lock, &deadline);
+        if (r->closing)
+            break;
+        pthread_mutex_unlock(&r->lock);
+        management_send(r, false);
+        if (++pings % PROPERTIES_EVERY_N_PINGS == 0)
+            management_send(r, true);
+        pthread_mutex_lock(&r->lock);
+    }
+    pthread_mutex_unlock(&r->lock);
+    return NULL;
+}
+
+static void reporter_free(kafka_reporter_t *r)
+{
+    free(r->properties);
+    free(r->ping);
+    pthread_cond_destroy(&r->wake);
+    pthread_mutex_destroy(&r->lock);
+    free(r);
+}
+
+static void kafka_close(sw__reporter_t *self)
+{
+    kafka_reporter_t *r = (kafka_reporter_t *)self;
+    if (r->management_started) {
+        pthread_mutex_lock(&r->lock);
+        r->closing = true;
+        pthread_cond_signal(&r->wake);
+        pthread_mutex_unlock(&r->lock);
+        /* The thread may be inside kp_send (up to max.block.ms); kp_close must not overlap. */
+        pthread_join(r->management, NULL);
+    }
+    /* After a flush that timed out the brokers are not answering: fail what is left now.
+       Either way every accepted record has had its callback when kp_close returns. */
+    (void)kp_close(r->producer, r->flush_timed_out ? 0 : SW_KAFKA_FLUSH_TIMEOUT_MS);
+    reporter_free(r);
+}
+
+/* Trims spaces at both ends of [*s, *s + *n). */
+static void trim(const char **s, size_t *n)
+{
+    while (*n > 0 && (**s == ' ' || **s == '\t')) {
+        (*s)++;
+        (*n)--;
+    }
+    while (*n > 0 && ((*s)[*n - 1] == ' ' || (*s)[*n - 1] == '\t'))
+        (*n)--;
+}
+
+static int property_apply(kp_conf_t *conf, const char *name, const char *value, char *errbuf,
+                          size_t errlen)
+{
+    char msg[512];
+    if (kp_conf_set(conf, name, value, msg, sizeof msg) == 0)
+        return 0;
+    sw__errbuf_printf(errbuf, errlen, "SW_KAFKA_PRODUCER_CONFIG: %s", msg);
+    return SW_ECONFIG;
+}
+
+/* Applies `name=value[,name=value...]` (see kafka_reporter.h) to conf. Returns 0 or
+   SW_ECONFIG naming the bad piece or property. */
+static int producer_config_apply(kp_conf_t *conf, const char *text, char *errbuf, size_t errlen)
+{
+    char name[PROPERTY_NAME_MAX] = "";
+    char value[SW_CONFIG_TEXT_MAX] = "";
+    size_t vlen = 0;
+    const char *p = text;
+    while (*p != '\0') {
+        const char *comma = strchr(p, ',');
+        size_t n = comma ? (size_t)(comma - p) : strlen(p);
+        const char *piece = p;
+        p += n + (comma ? 1 : 0);
+        trim(&piece, &n);
+        if (n == 0)
+            continue;
+        const char *eq = memchr(piece, '=', n);
+        if (eq == NULL) { /* continues the previous value: a list such as a:9092,b:9092 */
+            if (name[0] == '\0') {
+                sw__errbuf_printf(errbuf, errlen,
+                                  "SW_KAFKA_PRODUCER_CONFIG: expected name=value, got '%.*s'",
+                                  (int)(n > 64 ? 64 : n), piece);
+                return SW_ECONFIG;
+            }
+            if (vlen + 1 + n >= sizeof value) {
+                sw__errbuf_printf(errbuf, errlen,
+                                  "SW_KAFKA_PRODUCER_CONFIG: value of %s is too long", name);
+                return SW_ECONFIG;
+            }
+            vlen += (size_t)snprintf(value + vlen, sizeof value - vlen, ",%.*s", (int)n, piece);
+            continue;
+        }
+        if (name[0] != '\0' && property_apply(conf, name, value, errbuf, errlen) != 0)
+            return SW_ECONFIG;
+        const char *key = piece, *val = eq + 1;
+        size_t kn = (size_t)(eq - piece), vn = n - kn - 1;
+        trim(&key, &kn);
+        trim(&val, &vn);
+        if (kn == 0 || kn >= sizeof name) {
+            sw__errbuf_printf(errbuf, errlen,
+                              "SW_KAFKA_PRODUCER_CONFIG: bad property name in '%.*s'",
+                              (int)(n > 64 ? 64 : n), piece);
+            return SW_ECONFIG;
+        }
+        memcpy(name, key, kn);
+        name[kn] = '\0';
+        vlen = (size_t)snprintf(value, sizeof value, "%.*s", (int)vn, val);
+    }
+    if (name[0] != '\0' && property_apply(conf, name, value, errbuf, errlen) != 0)
+        return SW_ECONFIG;
+    return 0;
+}
+
+/* Builds the producer for cfg. Returns 0 and *out or SW_ECONFIG / SW_ENOMEM with a message. */
+static int producer_open(const sw_config_t *cfg, kp_producer_t **out, char *errbuf, size_t errlen)
+{
+    if (cfg->kafka_bootstrap_servers[0] == '\0') {
+        sw__errbuf_printf(errbuf, errlen,
+                          "SW_REPORTER=kafka needs SW_KAFKA_BOOTSTRAP_SERVERS (host:port,...)");
+        return SW_ECONFIG;
+    }
+    kp_conf_t *conf = kp_conf_new();
+    if (conf == NULL)
+        return SW_ENOMEM;
+    char msg[512];
+    int rc = 0;
+    if (kp_conf_set(conf, "bootstrap.servers", cfg->kafka_bootstrap_servers, msg, sizeof msg)) {
+        sw__errbuf_printf(errbuf, errlen, "SW_KAFKA_BOOTSTRAP_SERVERS: %s", msg);
+        rc = SW_ECONFIG;
+    }
+    if (rc == 0)
+        (void)kp_conf_set(conf, "client.id", "skywalking-c", NULL, 0);
+    if (rc == 0)
+        rc = producer_config_apply(conf, cfg->kafka_producer_config, errbuf, errlen);
+    if (rc == 0) {
+        *out = kp_producer_new(conf, msg, sizeof msg);
+        if (*out == NULL) {
+            sw__errbuf_printf(errbuf, errlen, "Kafka producer (SW_KAFKA_*): %s", msg);
+            rc = SW_ECONFIG;
+        }
+    }
+    kp_conf_destroy(conf);
+    return rc;
+}
+
+/* "<ns>-<topic>" or "<topic>", topic being the override when set, else the default. */
+static void topic_name(char *dst, size_t len, const char *ns, const char *override,
+                       const char *fallback)
+{
+    const char *topic = override[0] != '\0' ? override : fallback;
+    if (ns[0] != '\0')
+        snprintf(dst, len, "%s-%s", ns, topic);
+    else
+        snprintf(dst, len, "%s", topic);
+}
+
+int sw__kafka_reporter_create(const sw_config_t *cfg, sw__report_counters_t *counters,
+                              sw__reporter_t **out, char *errbuf, size_t errlen)
+{
+    kafka_reporter_t *r = calloc(1, sizeof *r);
+    if (r == NULL)
+        return SW_ENOMEM;
+    pthread_mutex_init(&r->lock, NULL);
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&r->wake, &attr);
+    pthread_condattr_destroy(&attr);
+    topic_name(r->topic_segment, sizeof r->topic_segment, cfg->kafka_namespace,
+               cfg->kafka_topic_segment, SW_KAFKA_TOPIC_SEGMENT_DEFAULT);
+    topic_name(r->topic_management, sizeof r->topic_management, cfg->kafka_namespace,
+               cfg->kafka_topic_management, SW_KAFKA_TOPIC_MANAGEMENT_DEFAULT);
+    snprintf(r->key_register, sizeof r->key_register, "register-%s", cfg->instance_name);
+    snprintf(r->key_ping, sizeof r->key_ping, "%s", cfg->instance_name);
+    r->heartbeat_s = cfg->heartbeat_period_s ? cfg->heartbeat_period_s : 30;
+    int rc = sw__instance_properties_pack(cfg, &r->properties, &r->properties_len);
+    if (rc == 0)
+        rc = sw__instance_ping_pack(cfg, &r->ping, &r->ping_len);
+    if (rc == 0)
+        rc = producer_open(cfg, &r->producer, errbuf, errlen);
+    if (rc != 0) {
+        reporter_free(r);
+        return rc;
+    }
+    if (pthread_create(&r->management, NULL, management_run, r) != 0) {
+        sw__errbuf_printf(errbuf, errlen, "cannot start the Kafka management thread");
+        (void)kp_close(r->producer, 0);
+        reporter_free(r);
+        return SW_ETHREAD;
+    }
+    pthread_setname_np(r->management, "sw-kafka-mgmt");
+    r->management_started = true;
+    r->base.name = "kafka";
+    r->base.counters = counters;
+    r->base.report = kafka_report;
+    r->base.flush = kafka_flush;
+    r->base.close = kafka_close;
+    *out = &r->base;
+    return 0;
+}

@@ -1,0 +1,207 @@
+#!/usr/bin/python3
+"""A SkyWalking v3 gRPC collector for the tests of skywalking-c's gRPC reporter.
+
+It is a real gRPC server (Debian's python3-grpcio), built at start from the repository's own
+proto/*.proto: the stubs are generated with grpc_tools.protoc into a temporary directory. It
+serves skywalking.v3.TraceSegmentReportService/collect and skywalking.v3.ManagementService
+(reportInstanceProperties, keepAlive) on loopback, and appends what arrives to a JSONL file,
+one JSON object per line, written whole and flushed, so that C tests can read it while it runs:
+
+  {"kind": "segment", "traceSegmentId": ..., "traceId": ..., "service": ...,
+   "serviceInstance": ..., "operations": ["op0", "op1", ...], "spans": n}
+  {"kind": "properties", "service": ..., "serviceInstance": ..., "properties": {k: v, ...}}
+  {"kind": "ping", "service": ..., "serviceInstance": ...}
+  {"kind": "rejected", "method": "collect" | "reportInstanceProperties" | "keepAlive"}
+
+The segments of one collect stream are recorded together, after the client closed the stream
+and before the answer is sent: a stream that breaks off records nothing.
+
+Options:
+  --port N           port to listen on (default 0: a free one, chosen by the kernel)
+  --port-file PATH   write the port there (atomically, via rename) once the server serves
+  --out PATH         the JSONL file (appended to, so a restarted collector keeps adding)
+  --token T          require metadata `authentication: T`, else answer UNAUTHENTICATED
+  --command NAME     answer every call with Commands holding one Command NAME (args
+                     SerialNumber=<n>); may be given more than once
+  --proto-dir DIR    where the .proto files are (default: <repo>/proto)
+  --tls-cert PATH    serve TLS with this PEM certificate chain (and --tls-key PATH, its key)
+
+SIGTERM or SIGINT stops the server gracefully (calls in flight are finished, up to 5 s) and
+exits with status 0. Must run under /usr/bin/python3 (Debian's grpcio and grpc_tools).
+"""
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import threading
+from concurrent import futures
+from pathlib import Path
+
+import grpc
+from grpc_tools import protoc
+
+
+def generate_stubs(proto_dir, out_dir):
+    """Compiles every .proto of proto_dir into Python modules in out_dir."""
+    protos = sorted(str(p) for p in Path(proto_dir).glob("*.proto"))
+    if not protos:
+        sys.exit(f"grpc_collector: no .proto files in {proto_dir}")
+    include = os.path.join(os.path.dirname(protoc.__file__), "_proto")
+    args = ["protoc", f"-I{proto_dir}", f"-I{include}", f"--python_out={out_dir}",
+            f"--grpc_python_out={out_dir}"] + protos
+    if protoc.main(args) != 0:
+        sys.exit(f"grpc_collector: grpc_tools.protoc failed on {proto_dir}")
+    sys.path.insert(0, out_dir)
+
+
+class Recorder:
+    """Appends JSON lines to the output file; one lock, one write + flush per call."""
+
+    def __init__(self, path):
+        self.lock = threading.Lock()
+        self.file = open(path, "a", encoding="utf-8")
+
+    def write(self, objects):
+        text = "".join(json.dumps(o, sort_keys=True) + "\n" for o in objects)
+        with self.lock:
+            self.file.write(text)
+            self.file.flush()
+
+    def close(self):
+        with self.lock:
+            self.file.close()
+
+
+def build_servicers(args, recorder):
+    import command_pb2
+    import common_pb2
+    import management_pb2_grpc
+    import tracing_pb2_grpc
+
+    serial = {"n": 0}
+    serial_lock = threading.Lock()
+
+    def commands():
+        out = command_pb2.Commands()
+        for name in args.command or []:
+            with serial_lock:
+                serial["n"] += 1
+                n = serial["n"]
+            out.commands.append(command_pb2.Command(
+                command=name,
+                args=[common_pb2.KeyStringValuePair(key="SerialNumber", value=str(n))]))
+        return out
+
+    def authorized(context, method):
+        if args.token is None:
+            return True
+        md = dict(context.invocation_metadata())
+        if md.get("authentication") == args.token:
+            return True
+        recorder.write([{"kind": "rejected", "method": method}])
+        context.abort(grpc.StatusCode.UNAUTHENTICATED, "invalid authentication token")
+        return False  # not reached: abort raises
+
+    class TraceSegmentReportService(tracing_pb2_grpc.TraceSegmentReportServiceServicer):
+        def collect(self, request_iterator, context):
+            authorized(context, "collect")
+            records = []
+            for seg in request_iterator:
+                records.append({
+                    "kind": "segment",
+                    "traceSegmentId": seg.traceSegmentId,
+                    "traceId": seg.traceId,
+                    "service": seg.service,
+                    "serviceInstance": seg.serviceInstance,
+                    "operations": [s.operationName for s in seg.spans],
+                    "spans": len(seg.spans),
+                })
+            recorder.write(records)
+            return commands()
+
+    class ManagementService(management_pb2_grpc.ManagementServiceServicer):
+        def reportInstanceProperties(self, request, context):
+            authorized(context, "reportInstanceProperties")
+            props = {}
+            for kv in request.properties:
+                # Repeated keys (one "ipv4" per address) become lists.
+                if kv.key in props:
+                    prev = props[kv.key]
+                    props[kv.key] = (prev if isinstance(prev, list) else [prev]) + [kv.value]
+                else:
+                    props[kv.key] = kv.value
+            recorder.write([{"kind": "properties", "service": request.service,
+                             "serviceInstance": request.serviceInstance,
+                             "properties": props}])
+            return commands()
+
+        def keepAlive(self, request, context):
+            authorized(context, "keepAlive")
+            recorder.write([{"kind": "ping", "service": request.service,
+                             "serviceInstance": request.serviceInstance}])
+            return commands()
+
+    return (tracing_pb2_grpc, TraceSegmentReportService(), management_pb2_grpc,
+            ManagementService())
+
+
+def write_port_file(path, port):
+    tmp = f"{path}.tmp.{os.getpid()}"
+    with open(tmp, "w", encoding="ascii") as f:
+        f.write(f"{port}\n")
+    os.rename(tmp, path)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--port-file")
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--token")
+    parser.add_argument("--command", action="append")
+    parser.add_argument("--tls-cert")
+    parser.add_argument("--tls-key")
+    parser.add_argument("--proto-dir",
+                        default=str(Path(__file__).resolve().parents[2] / "proto"))
+    args = parser.parse_args()
+
+    # Block the stop signals before gRPC starts its threads, so that they inherit the mask
+    # and the main thread alone receives them in sigwait().
+    stop_signals = {signal.SIGTERM, signal.SIGINT}
+    signal.pthread_sigmask(signal.SIG_BLOCK, stop_signals)
+
+    stub_dir = tempfile.mkdtemp(prefix="sw-grpc-collector-")
+    try:
+        generate_stubs(args.proto_dir, stub_dir)
+        recorder = Recorder(args.out)
+        tracing_grpc, tracing, management_grpc, management = build_servicers(args, recorder)
+        server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
+        tracing_grpc.add_TraceSegmentReportServiceServicer_to_server(tracing, server)
+        management_grpc.add_ManagementServiceServicer_to_server(management, server)
+        address = f"127.0.0.1:{args.port}"
+        if args.tls_cert:
+            with open(args.tls_key, "rb") as k, open(args.tls_cert, "rb") as c:
+                creds = grpc.ssl_server_credentials([(k.read(), c.read())])
+            port = server.add_secure_port(address, creds)
+        else:
+            port = server.add_insecure_port(address)
+        if port == 0:
+            sys.exit(f"grpc_collector: cannot listen on 127.0.0.1:{args.port}")
+        server.start()
+        if args.port_file:
+            write_port_file(args.port_file, port)
+        print(f"grpc_collector: serving on 127.0.0.1:{port}", file=sys.stderr, flush=True)
+        signal.sigwait(stop_signals)
+        server.stop(grace=5).wait()
+        recorder.close()
+    finally:
+        shutil.rmtree(stub_dir, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,48 @@
+/*
+ * preload.h - shared pieces of libskywalking-preload.so (internal).
+ *
+ * The library is LD_PRELOADed into an unmodified, dynamically linked program. Its exported
+ * functions (exports.map) replace libcurl's, libmicrohttpd's and libc's: each creates spans
+ * around a call to the real function, found with dlsym(RTLD_NEXT) / dlvsym.
+ *
+ * The agent is started lazily, on the first call that traces (a curl transfer, a
+ * libmicrohttpd daemon), so that a program that never calls anything instrumented runs no
+ * agent thread and writes no file.
+ */
+#ifndef SW_PRELOAD_H
+#define SW_PRELOAD_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "../src/instrument/span_mark.h"
+#include "skywalking.h"
+
+/*
+ * Returns the next definition of `name` after this library (`version` may be NULL), caching
+ * it in *slot; NULL when there is none. Never calls anything that this library interposes.
+ * Any thread.
+ */
+void *sw__preload_real(_Atomic(void *) *slot, const char *name, const char *version);
+
+/*
+ * Starts the agent on the first call (configuration read by the constructor) and returns true
+ * while it runs. A bad configuration or a failed start is reported once on stderr and leaves
+ * tracing off for the life of the process (a forked child tries again). Any thread; the first
+ * call blocks while the agent starts (opens the file, starts the consumer thread).
+ */
+bool sw__preload_agent_ready(void);
+
+/*
+ * After a begin made by this library: when it started the thread's first segment (mark
+ * span_id 0) and the thread was created under a span (pthread_create) or forked under one,
+ * links the new span to that span (CrossThread). The pending link is consumed by the first
+ * segment either way. Owning thread only.
+ */
+void sw__preload_pending_apply(const sw__span_mark_t *mark, bool link);
+
+/* Set on a thread while the agent itself runs inside an interposed call (starting or stopping
+   the agent): interposers then only forward to the real function. */
+extern __thread bool sw__preload_busy;
+
+#endif /* SW_PRELOAD_H */

@@ -1,0 +1,322 @@
+/*
+ * preload_curl.c - libcurl's easy interface: every curl_easy_perform becomes an exit span
+ * (layer Http, peer host:port, tags url / http.method / http.status_code, error on a failed
+ * transfer or a status >= 400) and the request carries sw8, sw8-correlation and sw8-x.
+ *
+ * libcurl cannot give back the header list a caller set, so curl_easy_setopt is interposed to
+ * remember, per handle, the caller's CURLOPT_HTTPHEADER list and CURLOPT_URL. For a traced
+ * request a temporary list (the caller's headers, then ours) is set, the transfer performed,
+ * and the caller's list set back before the temporary one is freed: the caller's list is
+ * never modified. The multi interface is not traced (its transfers interleave on one thread,
+ * which a per-thread span stack cannot represent).
+ */
+#define CURL_DISABLE_TYPECHECK 1
+#include <curl/curl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "preload.h"
+
+#define BUCKETS 64
+#define URL_MAX 2048
+
+typedef struct handle_info {
+    struct handle_info *next;
+    CURL *handle;
+    struct curl_slist *headers; /* the caller's list (owned by the caller) */
+    char *url;                  /* copy of CURLOPT_URL */
+} handle_info_t;
+
+/* What this library knows about each easy handle; global because libcurl gives no place to
+   keep it. handles_lock protects the buckets and every node. */
+static pthread_mutex_t handles_lock = PTHREAD_MUTEX_INITIALIZER;
+static handle_info_t *handles[BUCKETS];
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+static void handles_fork_prepare(void)
+{
+    pthread_mutex_lock(&handles_lock);
+}
+
+static void handles_fork_release(void)
+{
+    pthread_mutex_unlock(&handles_lock);
+}
+
+static void atfork_register(void)
+{
+    (void)pthread_atfork(handles_fork_prepare, handles_fork_release, handles_fork_release);
+}
+
+static size_t bucket_of(const CURL *h)
+{
+    return ((uintptr_t)h >> 4) % BUCKETS;
+}
+
+/* The node of h, created when `create`; handles_lock held. */
+static handle_info_t *info_find(CURL *h, bool create)
+{
+    for (handle_info_t *i = handles[bucket_of(h)]; i != NULL; i = i->next)
+        if (i->handle == h)
+            return i;
+    if (!create)
+        return NULL;
+    handle_info_t *i = calloc(1, sizeof *i);
+    if (i != NULL) {
+        i->handle = h;
+        i->next = handles[bucket_of(h)];
+        handles[bucket_of(h)] = i;
+    }
+    return i;
+}
+
+/* Removes h's node; handles_lock held. */
+static void info_remove(CURL *h)
+{
+    for (handle_info_t **pp = &handles[bucket_of(h)]; *pp != NULL; pp = &(*pp)->next) {
+        if ((*pp)->handle == h) {
+            handle_info_t *i = *pp;
+            *pp = i->next;
+            free(i->url);
+            free(i);
+            return;
+        }
+    }
+}
+
+static void remember(CURL *h, CURLoption opt, void *value)
+{
+    if (opt != CURLOPT_HTTPHEADER && opt != CURLOPT_URL)
+        return;
+    pthread_once(&atfork_once, atfork_register);
+    pthread_mutex_lock(&handles_lock);
+    handle_info_t *i = info_find(h, true);
+    if (i != NULL && opt == CURLOPT_HTTPHEADER) {
+        i->headers = value;
+    } else if (i != NULL) {
+        free(i->url);
+        i->url = value != NULL ? strdup(value) : NULL;
+    }
+    pthread_mutex_unlock(&handles_lock);
+}
+
+#define REAL(var, name)                                    \
+    do {                                                   \
+        static _Atomic(void *) slot_;                      \
+        void *sym_ = sw__preload_real(&slot_, name, NULL); \
+        memcpy(&(var), &sym_, sizeof sym_);                \
+    } while (0)
+
+CURLcode curl_easy_setopt(CURL *h, CURLoption opt, ...)
+{
+    CURLcode (*real)(CURL *, CURLoption, ...);
+    REAL(real, "curl_easy_setopt");
+    if (real == NULL)
+        return CURLE_FAILED_INIT;
+    va_list ap;
+    va_start(ap, opt);
+    CURLcode rc;
+    /* The option number says the type of its one argument (curl.h's CURLOPTTYPE_*). Function
+       pointers travel as void *, as libcurl itself reads them: same size and class here. */
+    if (opt < CURLOPTTYPE_OBJECTPOINT) {
+        long v = va_arg(ap, long);
+        rc = real(h, opt, v);
+    } else if (opt < CURLOPTTYPE_OFF_T || opt >= CURLOPTTYPE_BLOB) {
+        void *v = va_arg(ap, void *);
+        rc = real(h, opt, v);
+        if (rc == CURLE_OK)
+            remember(h, opt, v);
+    } else {
+        curl_off_t v = va_arg(ap, curl_off_t);
+        rc = real(h, opt, v);
+    }
+    va_end(ap);
+    return rc;
+}
+
+void curl_easy_cleanup(CURL *h)
+{
+    void (*real)(CURL *);
+    REAL(real, "curl_easy_cleanup");
+    pthread_mutex_lock(&handles_lock);
+    info_remove(h);
+    pthread_mutex_unlock(&handles_lock);
+    if (real != NULL)
+        real(h);
+}
+
+void curl_easy_reset(CURL *h)
+{
+    void (*real)(CURL *);
+    REAL(real, "curl_easy_reset");
+    pthread_mutex_lock(&handles_lock);
+    info_remove(h);
+    pthread_mutex_unlock(&handles_lock);
+    if (real != NULL)
+        real(h);
+}
+
+CURL *curl_easy_duphandle(CURL *h)
+{
+    CURL *(*real)(CURL *);
+    REAL(real, "curl_easy_duphandle");
+    if (real == NULL)
+        return NULL;
+    CURL *dup = real(h);
+    if (dup == NULL)
+        return NULL;
+    pthread_mutex_lock(&handles_lock);
+    handle_info_t *from = info_find(h, false);
+    if (from != NULL) {
+        handle_info_t *to = info_find(dup, true);
+        if (to != NULL) {
+            to->headers = from->headers; /* libcurl's copy shares the caller's list too */
+            to->url = from->url != NULL ? strdup(from->url) : NULL;
+        }
+    }
+    pthread_mutex_unlock(&handles_lock);
+    return dup;
+}
+
+/* Splits url into the span's operation (its path, without the query) and peer (host:port),
+   and removes any user:password@ from url in place (it must not reach the trace). */
+static void url_split(char *url, char *path, size_t path_len, char *peer, size_t peer_len)
+{
+    char *p = strstr(url, "://");
+    bool https = strncmp(url, "https:", 6) == 0;
+    char *host = p != NULL ? p + 3 : url;
+    char *at = host + strcspn(host, "/?#");
+    const char *cred = memchr(host, '@', (size_t)(at - host));
+    if (cred != NULL) {
+        memmove(host, cred + 1, strlen(cred + 1) + 1);
+        at -= cred + 1 - host;
+    }
+    size_t hlen = (size_t)(at - host);
+    const char *colon;
+    if (host[0] == '[') { /* IPv6 literal: a port follows the ']' */
+        const char *rb = memchr(host, ']', hlen);
+        colon = rb != NULL && rb + 1 < at && rb[1] == ':' ? rb + 1 : NULL;
+    } else {
+        colon = memchr(host, ':', hlen);
+    }
+    if (colon != NULL)
+        snprintf(peer, peer_len, "%.*s", (int)hlen, host);
+    else
+        snprintf(peer, peer_len, "%.*s:%d", (int)hlen, host, https ? 443 : 80);
+    size_t plen = strcspn(at, "?#");
+    snprintf(path, path_len, "%.*s", (int)plen, plen ? at : "/");
+}
+
+typedef struct curl_fns {
+    struct curl_slist *(*append)(struct curl_slist *, const char *);
+    void (*free_all)(struct curl_slist *);
+    CURLcode (*getinfo)(CURL *, CURLINFO, ...);
+    CURLcode (*setopt)(CURL *, CURLoption, ...);
+    const char *(*strerror)(CURLcode);
+} curl_fns_t;
+
+/* The caller's headers plus ours, or NULL (nothing to add, or out of memory). */
+static struct curl_slist *headers_build(const curl_fns_t *f, const struct curl_slist *caller)
+{
+    static const char *const names[3] = {"sw8: ", "sw8-correlation: ", "sw8-x: "};
+    char sw8[SW_SW8_MAX], corr[SW_CORRELATION_HEADER_MAX], x[SW_SW8_X_MAX];
+    if (sw_inject(sw8, sizeof sw8, corr, sizeof corr, x, sizeof x) != 0)
+        return NULL;
+    const char *values[3] = {sw8, corr, x};
+    struct curl_slist *list = NULL;
+    for (const struct curl_slist *c = caller; c != NULL; c = c->next) {
+        struct curl_slist *grown = f->append(list, c->data);
+        if (grown == NULL)
+            goto fail;
+        list = grown;
+    }
+    for (int i = 0; i < 3; i++) {
+        if (values[i][0] == '\0')
+            continue;
+        char line[SW_SW8_MAX + 32];
+        snprintf(line, sizeof line, "%s%s", names[i], values[i]);
+        struct curl_slist *grown = f->append(list, line);
+        if (grown == NULL)
+            goto fail;
+        list = grown;
+    }
+    return list;
+fail:
+    f->free_all(list);
+    return NULL;
+}
+
+/* Tags the outcome on the active exit span. */
+static void outcome_tag(const curl_fns_t *f, CURL *h, CURLcode rc)
+{
+    char *method = NULL;
+    if (f->getinfo(h, CURLINFO_EFFECTIVE_METHOD, &method) == CURLE_OK && method != NULL)
+        sw_span_tag("http.method", method);
+    long status = 0;
+    if (f->getinfo(h, CURLINFO_RESPONSE_CODE, &status) == CURLE_OK && status != 0) {
+        char digits[24];
+        snprintf(digits, sizeof digits, "%ld", status);
+        sw_span_tag("http.status_code", digits);
+    }
+    if (rc != CURLE_OK) {
+        sw_span_set_error(true);
+        sw_kv_t kv[2] = {{"event", "error"}, {"message", f->strerror(rc)}};
+        sw_span_log(kv, 2);
+    } else if (status >= 400) {
+        sw_span_set_error(true);
+    }
+}
+
+static bool fns_resolve(curl_fns_t *f)
+{
+    REAL(f->append, "curl_slist_append");
+    REAL(f->free_all, "curl_slist_free_all");
+    REAL(f->getinfo, "curl_easy_getinfo");
+    REAL(f->setopt, "curl_easy_setopt");
+    REAL(f->strerror, "curl_easy_strerror");
+    return f->append && f->free_all && f->getinfo && f->setopt && f->strerror;
+}
+
+CURLcode curl_easy_perform(CURL *h)
+{
+    CURLcode (*real)(CURL *);
+    REAL(real, "curl_easy_perform");
+    if (real == NULL)
+        return CURLE_FAILED_INIT;
+    curl_fns_t f;
+    if (sw__preload_busy || !fns_resolve(&f) || !sw__preload_agent_ready())
+        return real(h);
+    char url[URL_MAX] = "";
+    struct curl_slist *caller = NULL;
+    pthread_mutex_lock(&handles_lock);
+    handle_info_t *i = info_find(h, false);
+    if (i != NULL) {
+        caller = i->headers;
+        snprintf(url, sizeof url, "%s", i->url != NULL ? i->url : "");
+    }
+    pthread_mutex_unlock(&handles_lock);
+    char path[URL_MAX], peer[512];
+    url_split(url, path, sizeof path, peer, sizeof peer);
+    sw__span_mark_t mark;
+    sw__span_begin_exit_marked(path, peer, &mark);
+    sw__preload_pending_apply(&mark, true);
+    sw_span_set_layer(SW_LAYER_HTTP);
+    sw_span_tag("url", url);
+    struct curl_slist *ours = headers_build(&f, caller);
+    if (ours != NULL && f.setopt(h, CURLOPT_HTTPHEADER, ours) != CURLE_OK) {
+        f.free_all(ours);
+        ours = NULL;
+    }
+    CURLcode rc = real(h);
+    if (ours != NULL) {
+        (void)f.setopt(h, CURLOPT_HTTPHEADER, caller);
+        f.free_all(ours);
+    }
+    outcome_tag(&f, h, rc);
+    sw_span_end();
+    return rc;
+}

@@ -1,0 +1,224 @@
+/*
+ * preload_main.c - libskywalking-preload.so: constructor and destructor, the lazy agent start,
+ * symbol resolution, and the process/thread interposers (fork, pthread_create).
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../src/config/config.h"
+#include "preload.h"
+
+__thread bool sw__preload_busy;
+
+/* The configuration read by the constructor; read-only afterwards (global: the preload has no
+   other place to keep it between the constructor and the first traced call). */
+static sw_config_t config;
+
+/* 0: not started, 1: started, 2: off for good (bad configuration or failed start). Changed
+   under start_lock with release; partner: the acquire load in sw__preload_agent_ready. */
+static _Atomic int agent_state;
+static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Whether this process created the segment file (protected by start_lock; read at exit). */
+static bool created_file;
+
+/* A span captured in a creating thread (pthread_create) or before fork, waiting for the first
+   segment of the new thread or child. Owned by the thread it is pending on; thread_key frees
+   it if the thread never starts a segment. */
+typedef struct pending {
+    void *(*start)(void *);
+    void *arg;
+    sw_snapshot_t snap;
+} pending_t;
+
+static __thread pending_t *tls_pending;
+static pthread_key_t pending_key;
+
+void *sw__preload_real(_Atomic(void *) *slot, const char *name, const char *version)
+{
+    /* relaxed: the pointer is to code the loader mapped before; any thread may resolve it
+       again and gets the same value. */
+    void *p = atomic_load_explicit(slot, memory_order_relaxed);
+    if (p != NULL)
+        return p;
+    if (version != NULL)
+        p = dlvsym(RTLD_NEXT, name, version);
+    if (p == NULL)
+        p = dlsym(RTLD_NEXT, name);
+    atomic_store_explicit(slot, p, memory_order_relaxed);
+    return p;
+}
+
+static void pending_free(void *p)
+{
+    free(p);
+    tls_pending = NULL;
+}
+
+static void pending_set(pending_t *p)
+{
+    tls_pending = p;
+    (void)pthread_setspecific(pending_key, p);
+}
+
+void sw__preload_pending_apply(const sw__span_mark_t *mark, bool link)
+{
+    pending_t *p = tls_pending;
+    if (p == NULL || mark->segment == NULL)
+        return;
+    if (link && mark->span_id == 0)
+        (void)sw_continue(&p->snap);
+    pending_set(NULL);
+    free(p);
+}
+
+/* Whether the configuration resolves to the file reporter (finalised on a copy: the names it
+   fills in must be drawn again by a forked child's own start). */
+static bool reporter_is_file(void)
+{
+    sw_config_t resolved = config;
+    char err[256];
+    return sw__config_finalize(&resolved, err, sizeof err) == 0 &&
+           strcmp(resolved.reporter, "file") == 0;
+}
+
+bool sw__preload_agent_ready(void)
+{
+    /* acquire: partner of the release store below; the agent is started when it reads 1. */
+    int s = atomic_load_explicit(&agent_state, memory_order_acquire);
+    if (__builtin_expect(s == 1, 1))
+        return sw_enabled();
+    if (s == 2 || sw__preload_busy)
+        return false;
+    pthread_mutex_lock(&start_lock);
+    s = atomic_load_explicit(&agent_state, memory_order_relaxed);
+    if (s == 0) {
+        struct stat st;
+        bool existed = stat(config.file_path, &st) == 0;
+        sw__preload_busy = true;
+        int rc = sw_init(&config); /* prints its own message naming the setting on failure */
+        sw__preload_busy = false;
+        created_file = rc == 0 && !existed && reporter_is_file();
+        s = rc == 0 ? 1 : 2;
+        atomic_store_explicit(&agent_state, s, memory_order_release);
+    }
+    pthread_mutex_unlock(&start_lock);
+    return s == 1 && sw_enabled();
+}
+
+static void fork_prepare(void)
+{
+    pthread_mutex_lock(&start_lock);
+}
+
+static void fork_parent(void)
+{
+    pthread_mutex_unlock(&start_lock);
+}
+
+/* Runs in every forked child before the agent's own hook (registered earlier): the child
+   starts its own agent on its first traced call. */
+static void fork_child(void)
+{
+    pthread_mutex_unlock(&start_lock);
+    if (atomic_load_explicit(&agent_state, memory_order_relaxed) == 1)
+        atomic_store_explicit(&agent_state, 0, memory_order_relaxed);
+    created_file = false;
+}
+
+__attribute__((constructor)) static void preload_start(void)
+{
+    (void)pthread_key_create(&pending_key, pending_free);
+    (void)pthread_atfork(fork_prepare, fork_parent, fork_child);
+    char err[768] = "";
+    sw_config_init(&config);
+    if (sw_config_load(&config, err, sizeof err) != 0) {
+        fprintf(stderr, "skywalking-preload: %s; this program runs untraced\n", err);
+        atomic_store_explicit(&agent_state, 2, memory_order_relaxed);
+    }
+}
+
+/* Runs after the agent's atexit handler has drained and flushed the reporter. A server that
+   never produced a segment leaves no empty file behind. */
+__attribute__((destructor)) static void preload_stop(void)
+{
+    if (!created_file)
+        return;
+    sw_stats_t st;
+    sw_stats(&st);
+    struct stat fs;
+    if (!sw_enabled() && st.segments_reported == 0 && stat(config.file_path, &fs) == 0 &&
+        fs.st_size == 0)
+        (void)unlink(config.file_path);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* fork and pthread_create                                                                     */
+/* ------------------------------------------------------------------------------------------ */
+
+/* A capture of the calling thread's active span, or NULL (no span, agent off, no memory). */
+static pending_t *pending_capture(void)
+{
+    if (sw__preload_busy || !sw_enabled())
+        return NULL;
+    pending_t *p = malloc(sizeof *p);
+    if (p != NULL && sw_capture(&p->snap) != 0) {
+        free(p);
+        p = NULL;
+    }
+    return p;
+}
+
+pid_t fork(void)
+{
+    static _Atomic(void *) real_slot;
+    pid_t (*real)(void);
+    void *sym = sw__preload_real(&real_slot, "fork", NULL);
+    memcpy(&real, &sym, sizeof sym);
+    if (real == NULL) {
+        errno = ENOSYS;
+        return -1;
+    }
+    pending_t *p = pending_capture();
+    pid_t pid = real();
+    if (pid == 0 && p != NULL)
+        pending_set(p); /* the child's first segment continues the span that forked it */
+    else
+        free(p);
+    return pid;
+}
+
+static void *thread_trampoline(void *arg)
+{
+    pending_t *p = arg;
+    void *(*start)(void *) = p->start;
+    void *start_arg = p->arg;
+    pending_set(p);
+    return start(start_arg);
+}
+
+int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*start)(void *), void *arg)
+{
+    static _Atomic(void *) real_slot;
+    int (*real)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+    void *sym = sw__preload_real(&real_slot, "pthread_create", "GLIBC_2.34");
+    if (sym == NULL)
+        sym = sw__preload_real(&real_slot, "pthread_create", "GLIBC_2.2.5");
+    memcpy(&real, &sym, sizeof sym);
+    if (real == NULL)
+        return EAGAIN;
+    pending_t *p = pending_capture();
+    if (p == NULL)
+        return real(thread, attr, start, arg);
+    p->start = start;
+    p->arg = arg;
+    int rc = real(thread, attr, thread_trampoline, p);
+    if (rc != 0)
+        free(p);
+    return rc;
+}

@@ -1,0 +1,198 @@
+/*
+ * preload_mhd.c - libmicrohttpd: each call of the application's access handler that queues a
+ * response (or makes a traced call) becomes an entry span: operation = the URL path, sw8 /
+ * sw8-correlation / sw8-x taken from the request headers, tags http.method, url and
+ * http.status_code, peer = the client's address, error for a status >= 400.
+ *
+ * libmicrohttpd calls the handler several times per request (headers, upload chunks, the final
+ * call) and may serve many connections on one thread, so a span cannot stay open between calls:
+ * each call opens one, and a call that neither queued a response nor had anything attached
+ * removes it again (span_mark.h). MHD_queue_response is interposed to see the status code.
+ *
+ * MHD_start_daemon is variadic: both it and MHD_start_daemon_va forward the caller's options
+ * unchanged to the real MHD_start_daemon_va, with the handler wrapped.
+ */
+#include <microhttpd.h>
+#include <netdb.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "preload.h"
+
+typedef struct handler_wrap {
+    struct handler_wrap *next;
+    struct MHD_Daemon *daemon;
+    MHD_AccessHandlerCallback handler;
+    void *handler_cls;
+} handler_wrap_t;
+
+/* The wrappers of running daemons, freed by MHD_stop_daemon; global because libmicrohttpd
+   offers no per-daemon slot for it. wraps_lock protects the list. */
+static pthread_mutex_t wraps_lock = PTHREAD_MUTEX_INITIALIZER;
+static handler_wrap_t *wraps;
+
+/* The handler call running on this thread, for MHD_queue_response. */
+typedef struct handler_call {
+    struct MHD_Connection *connection;
+    unsigned int status;
+    bool queued;
+} handler_call_t;
+
+static __thread handler_call_t *tls_call;
+
+#define REAL(var, name)                                    \
+    do {                                                   \
+        static _Atomic(void *) slot_;                      \
+        void *sym_ = sw__preload_real(&slot_, name, NULL); \
+        memcpy(&(var), &sym_, sizeof sym_);                \
+    } while (0)
+
+static const char *header_get(struct MHD_Connection *c, const char *name)
+{
+    const char *(*lookup)(struct MHD_Connection *, enum MHD_ValueKind, const char *);
+    REAL(lookup, "MHD_lookup_connection_value");
+    return lookup != NULL ? lookup(c, MHD_HEADER_KIND, name) : NULL;
+}
+
+static void peer_set(struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *(*info)(struct MHD_Connection *, enum MHD_ConnectionInfoType,
+                                            ...);
+    REAL(info, "MHD_get_connection_info");
+    const union MHD_ConnectionInfo *ci =
+        info != NULL ? info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS) : NULL;
+    if (ci == NULL || ci->client_addr == NULL)
+        return;
+    const struct sockaddr *sa = ci->client_addr;
+    socklen_t len =
+        sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+    char host[NI_MAXHOST], port[NI_MAXSERV], peer[NI_MAXHOST + NI_MAXSERV + 4];
+    if (getnameinfo(sa, len, host, sizeof host, port, sizeof port,
+                    NI_NUMERICHOST | NI_NUMERICSERV) != 0)
+        return;
+    snprintf(peer, sizeof peer, sa->sa_family == AF_INET6 ? "[%s]:%s" : "%s:%s", host, port);
+    sw_span_set_peer(peer);
+}
+
+static enum MHD_Result handler_traced(void *cls, struct MHD_Connection *connection, const char *url,
+                                      const char *method, const char *version,
+                                      const char *upload_data, size_t *upload_data_size,
+                                      void **con_cls)
+{
+    handler_wrap_t *w = cls;
+    if (sw__preload_busy || tls_call != NULL || !sw__preload_agent_ready())
+        return w->handler(w->handler_cls, connection, url, method, version, upload_data,
+                          upload_data_size, con_cls);
+    sw__span_mark_t mark;
+    sw__span_begin_entry_marked(url, header_get(connection, "sw8"),
+                                header_get(connection, "sw8-correlation"),
+                                header_get(connection, "sw8-x"), &mark);
+    sw__preload_pending_apply(&mark, false);
+    handler_call_t call = {connection, 0, false};
+    tls_call = &call;
+    enum MHD_Result r = w->handler(w->handler_cls, connection, url, method, version, upload_data,
+                                   upload_data_size, con_cls);
+    tls_call = NULL;
+    if (!call.queued && sw__span_discard_marked(&mark))
+        return r;
+    sw_span_set_layer(SW_LAYER_HTTP);
+    peer_set(connection);
+    sw_span_tag("http.method", method);
+    sw_span_tag("url", url);
+    if (call.queued) {
+        char digits[16];
+        snprintf(digits, sizeof digits, "%u", call.status);
+        sw_span_tag("http.status_code", digits);
+        if (call.status >= 400)
+            sw_span_set_error(true);
+    }
+    sw_span_end();
+    return r;
+}
+
+enum MHD_Result MHD_queue_response(struct MHD_Connection *connection, unsigned int status_code,
+                                   struct MHD_Response *response)
+{
+    enum MHD_Result (*real)(struct MHD_Connection *, unsigned int, struct MHD_Response *);
+    REAL(real, "MHD_queue_response");
+    if (real == NULL)
+        return MHD_NO;
+    enum MHD_Result r = real(connection, status_code, response);
+    handler_call_t *call = tls_call;
+    if (call != NULL && call->connection == connection && r == MHD_YES) {
+        call->queued = true;
+        call->status = status_code;
+    }
+    return r;
+}
+
+typedef struct MHD_Daemon *(*start_va_fn)(unsigned int, uint16_t, MHD_AcceptPolicyCallback, void *,
+                                          MHD_AccessHandlerCallback, void *, va_list);
+
+static struct MHD_Daemon *daemon_start(unsigned int flags, uint16_t port,
+                                       MHD_AcceptPolicyCallback apc, void *apc_cls,
+                                       MHD_AccessHandlerCallback dh, void *dh_cls, va_list ap)
+{
+    start_va_fn real;
+    REAL(real, "MHD_start_daemon_va");
+    if (real == NULL)
+        return NULL;
+    handler_wrap_t *w = NULL;
+    if (dh != NULL && !sw__preload_busy && sw__preload_agent_ready())
+        w = malloc(sizeof *w);
+    if (w == NULL)
+        return real(flags, port, apc, apc_cls, dh, dh_cls, ap);
+    w->handler = dh;
+    w->handler_cls = dh_cls;
+    struct MHD_Daemon *d = real(flags, port, apc, apc_cls, handler_traced, w, ap);
+    if (d == NULL) {
+        free(w);
+        return NULL;
+    }
+    w->daemon = d;
+    pthread_mutex_lock(&wraps_lock);
+    w->next = wraps;
+    wraps = w;
+    pthread_mutex_unlock(&wraps_lock);
+    return d;
+}
+
+struct MHD_Daemon *MHD_start_daemon_va(unsigned int flags, uint16_t port,
+                                       MHD_AcceptPolicyCallback apc, void *apc_cls,
+                                       MHD_AccessHandlerCallback dh, void *dh_cls, va_list ap)
+{
+    return daemon_start(flags, port, apc, apc_cls, dh, dh_cls, ap);
+}
+
+struct MHD_Daemon *MHD_start_daemon(unsigned int flags, uint16_t port, MHD_AcceptPolicyCallback apc,
+                                    void *apc_cls, MHD_AccessHandlerCallback dh, void *dh_cls, ...)
+{
+    va_list ap;
+    va_start(ap, dh_cls);
+    struct MHD_Daemon *d = daemon_start(flags, port, apc, apc_cls, dh, dh_cls, ap);
+    va_end(ap);
+    return d;
+}
+
+void MHD_stop_daemon(struct MHD_Daemon *daemon)
+{
+    void (*real)(struct MHD_Daemon *);
+    REAL(real, "MHD_stop_daemon");
+    if (real != NULL)
+        real(daemon); /* its threads are gone when it returns: the wrapper is unused */
+    handler_wrap_t *found = NULL;
+    pthread_mutex_lock(&wraps_lock);
+    for (handler_wrap_t **pp = &wraps; *pp != NULL; pp = &(*pp)->next) {
+        if ((*pp)->daemon == daemon) {
+            found = *pp;
+            *pp = found->next;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&wraps_lock);
+    free(found);
+}

@@ -1,0 +1,53 @@
+/*
+ * span_mark.h - local spans that may be taken back (internal, for the instrumentation layers).
+ *
+ * The -finstrument-functions hooks keep a function's span only when it lasted long enough, and
+ * the libmicrohttpd layer keeps a handler call's entry span only when the call did something.
+ * Both need to open a span before knowing whether it is worth keeping (a span must be open
+ * before its children), so they remember the segment's state at begin in a mark and, at the
+ * end, either end the span normally or remove it again when nothing was attached to it since:
+ * no child span, tag, log, reference or correlation change. A removed span leaves the segment
+ * exactly as it was before the begin; a removed first span recycles its segment unreported.
+ *
+ * Owning thread only, like every span call; never blocks, never allocates.
+ */
+#ifndef SW_INSTRUMENT_SPAN_MARK_H
+#define SW_INSTRUMENT_SPAN_MARK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "skywalking.h"
+
+struct sw__segment;
+
+typedef struct sw__span_mark {
+    struct sw__segment *segment; /* the segment the span went into; NULL: not recorded */
+    int32_t span_id;
+    /* The segment before the begin (meaningful when span_id > 0)... */
+    uint32_t arena_before;
+    uint32_t attrs_before;
+    uint32_t refs_before;
+    /* ...and right after it: what the begin itself attached (an entry span's reference and
+       tags) does not count as "something attached to the span". */
+    uint32_t attrs_after;
+    uint32_t refs_after;
+    uint32_t truncations_after;
+    uint32_t correlation_after;
+} sw__span_mark_t;
+
+/* sw_local_span_begin / sw_entry_span_begin_headers / sw_exit_span_begin that also fill `mark`;
+   mark->span_id == 0 means the begin started a new segment. */
+void sw__span_begin_local_marked(const char *operation, sw__span_mark_t *mark);
+void sw__span_begin_entry_marked(const char *operation, const char *sw8, const char *correlation,
+                                 const char *sw8_x, sw__span_mark_t *mark);
+void sw__span_begin_exit_marked(const char *operation, const char *peer, sw__span_mark_t *mark);
+
+/*
+ * Removes the active span (the one `mark` was taken for) when nothing was attached to it since
+ * its begin, and returns true: the segment is as it was before the begin. Otherwise returns
+ * false and the span stays open (end it with sw_span_end).
+ */
+bool sw__span_discard_marked(const sw__span_mark_t *mark);
+
+#endif /* SW_INSTRUMENT_SPAN_MARK_H */

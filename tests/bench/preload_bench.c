@@ -1,0 +1,199 @@
+/*
+ * preload_bench - what automatic instrumentation costs.
+ *
+ *   1. Requests per second of the libmicrohttpd test server (pl_server, GET /leaf) under a
+ *      loopback load from wrk, without and with libskywalking-preload.so (100% sampling, file
+ *      reporter), alternating rounds in the same run; overhead_pct = 100 * (off - on) / off.
+ *   2. The cost of one -finstrument-functions call (enter + exit) that the filters reject,
+ *      against a call that is traced (a span opened and removed by the minimum duration).
+ *
+ * Usage: preload_bench [--smoke]. Last line: rps_off= rps_on= overhead_pct= cyg_filtered_ns=
+ * cyg_traced_ns= ratio_traced_to_filtered=
+ */
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "skywalking.h"
+
+void __cyg_profile_func_enter(void *fn, void *site);
+void __cyg_profile_func_exit(void *fn, void *site);
+
+extern char **environ;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+typedef struct server {
+    pid_t pid;
+    int stdin_w;
+    unsigned port;
+} server_t;
+
+/* Starts pl_server, preloaded when `traced`; returns pid 0 on failure. */
+static server_t server_start(bool traced, const char *dir)
+{
+    server_t s = {0, -1, 0};
+    char portfile[512], segfile[512];
+    snprintf(portfile, sizeof portfile, "%s/port%d", dir, traced);
+    snprintf(segfile, sizeof segfile, "%s/seg.bin", dir);
+    unlink(portfile);
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0)
+        return s;
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fds[0], 0);
+        close(fds[1]);
+        if (traced) {
+            setenv("LD_PRELOAD", PL_PRELOAD_LIB, 1);
+            setenv("SW_REPORTER_FILE_PATH", segfile, 1);
+            setenv("SW_AGENT_SAMPLE", "-1", 1);
+        }
+        execl(PL_SERVER, PL_SERVER, "serve", portfile, (char *)NULL);
+        _exit(127);
+    }
+    close(fds[0]);
+    s.pid = pid;
+    s.stdin_w = fds[1];
+    for (int i = 0; i < 20000; i++) { /* bounded: 20 s */
+        FILE *f = fopen(portfile, "r");
+        if (f != NULL) {
+            if (fscanf(f, "%u", &s.port) != 1)
+                s.port = 0;
+            fclose(f);
+            if (s.port != 0)
+                return s;
+        }
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+    }
+    fprintf(stderr, "preload_bench: pl_server wrote no port\n");
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    s.pid = 0;
+    return s;
+}
+
+static void server_stop(server_t *s)
+{
+    close(s->stdin_w);
+    waitpid(s->pid, NULL, 0);
+}
+
+/* Requests/s that wrk measures against the server for `seconds`; < 0 on failure. */
+static double load_run(unsigned port, int seconds)
+{
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "wrk -t1 -c4 -d%ds http://127.0.0.1:%u/leaf 2>&1", seconds, port);
+    FILE *p = popen(cmd, "r");
+    if (p == NULL)
+        return -1;
+    char line[512];
+    double rps = -1;
+    while (fgets(line, sizeof line, p) != NULL)
+        if (strncmp(line, "Requests/sec:", 13) == 0)
+            rps = atof(line + 13);
+    pclose(p);
+    return rps;
+}
+
+static double http_round(bool traced, const char *dir, int seconds)
+{
+    server_t s = server_start(traced, dir);
+    if (s.pid == 0)
+        return -1;
+    double rps = load_run(s.port, seconds);
+    server_stop(&s);
+    return rps;
+}
+
+__attribute__((noinline)) void bench_rejected(void);
+__attribute__((noinline)) void bench_rejected(void)
+{
+    __asm__ volatile("");
+}
+
+__attribute__((noinline)) void bench_traced(void);
+__attribute__((noinline)) void bench_traced(void)
+{
+    __asm__ volatile("");
+}
+
+/* ns per enter+exit pair of the hooks for fn. */
+static double cyg_cost(void (*fn)(void), long n)
+{
+    void *f;
+    memcpy(&f, &fn, sizeof f);
+    __cyg_profile_func_enter(f, NULL); /* warm the caches and name tables */
+    __cyg_profile_func_exit(f, NULL);
+    double t0 = now_s();
+    for (long i = 0; i < n; i++) {
+        __cyg_profile_func_enter(f, NULL);
+        __cyg_profile_func_exit(f, NULL);
+    }
+    return (now_s() - t0) * 1e9 / (double)n;
+}
+
+int main(int argc, char **argv)
+{
+    bool smoke = argc > 1 && strcmp(argv[1], "--smoke") == 0;
+    int seconds = smoke ? 1 : 5, rounds = smoke ? 1 : 2;
+    char dir[] = "/tmp/sw-preload-bench-XXXXXX";
+    if (mkdtemp(dir) == NULL) {
+        perror("mkdtemp");
+        return 1;
+    }
+    double off = 0, on = 0;
+    for (int r = 0; r < rounds; r++) {
+        double a = http_round(false, dir, seconds), b = http_round(true, dir, seconds);
+        if (a <= 0 || b <= 0) {
+            fprintf(stderr, "preload_bench: a load round failed (is wrk installed?)\n");
+            return 1;
+        }
+        printf("round %d: rps_off=%.0f rps_on=%.0f\n", r, a, b);
+        off += a / rounds;
+        on += b / rounds;
+    }
+    char segfile[512];
+    snprintf(segfile, sizeof segfile, "%s/seg.bin", dir);
+    struct stat st;
+    if (stat(segfile, &st) == 0)
+        printf("traced server wrote %lld bytes of segments\n", (long long)st.st_size);
+    unlink(segfile);
+
+    /* The hooks: a rejected function, and a traced one whose span the minimum duration drops
+       again (so that the segment stays small however long the loop runs). */
+    char cygfile[512];
+    snprintf(cygfile, sizeof cygfile, "%s/cyg.bin", dir);
+    setenv("SW_REPORTER_FILE_PATH", cygfile, 1);
+    setenv("SW_CYG_EXCLUDE", "bench_rejected", 1);
+    setenv("SW_CYG_MIN_DURATION_US", "1000000", 1);
+    if (sw_init(NULL) != 0)
+        return 1;
+    long n = smoke ? 1000000 : 20000000;
+    double filtered = cyg_cost(bench_rejected, n);
+    double traced = cyg_cost(bench_traced, n / 10);
+    sw_shutdown();
+    unlink(cygfile);
+    for (int i = 0; i < 2; i++) {
+        char pf[512];
+        snprintf(pf, sizeof pf, "%s/port%d", dir, i);
+        unlink(pf);
+    }
+    rmdir(dir);
+    printf("rps_off=%.0f rps_on=%.0f overhead_pct=%.2f cyg_filtered_ns=%.2f cyg_traced_ns=%.1f "
+           "ratio_traced_to_filtered=%.1f\n",
+           off, on, 100.0 * (off - on) / off, filtered, traced, traced / filtered);
+    return 0;
+}

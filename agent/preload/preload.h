@@ -14,6 +14,7 @@
 
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <string.h> /* memcpy, for SW__PRELOAD_REAL */
 
 #include "../src/instrument/span_mark.h"
 #include "skywalking.h"
@@ -24,6 +25,19 @@
  * Any thread.
  */
 void *sw__preload_real(_Atomic(void *) *slot, const char *name, const char *version);
+
+/*
+ * Sets the function pointer `var` to the next definition of `name` (a string literal), or to
+ * NULL; the lookup is cached in a slot private to this use of the macro. ISO C has no cast from
+ * void * to a function pointer, hence the memcpy (same size on every platform we build for).
+ * Any thread.
+ */
+#define SW__PRELOAD_REAL(var, name)                        \
+    do {                                                   \
+        static _Atomic(void *) slot_;                      \
+        void *sym_ = sw__preload_real(&slot_, name, NULL); \
+        memcpy(&(var), &sym_, sizeof sym_);                \
+    } while (0)
 
 /*
  * Starts the agent on the first call (configuration read by the constructor) and returns true

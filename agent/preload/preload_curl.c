@@ -104,17 +104,10 @@ static void remember(CURL *h, CURLoption opt, void *value)
     pthread_mutex_unlock(&handles_lock);
 }
 
-#define REAL(var, name)                                    \
-    do {                                                   \
-        static _Atomic(void *) slot_;                      \
-        void *sym_ = sw__preload_real(&slot_, name, NULL); \
-        memcpy(&(var), &sym_, sizeof sym_);                \
-    } while (0)
-
 CURLcode curl_easy_setopt(CURL *h, CURLoption opt, ...)
 {
     CURLcode (*real)(CURL *, CURLoption, ...);
-    REAL(real, "curl_easy_setopt");
+    SW__PRELOAD_REAL(real, "curl_easy_setopt");
     if (real == NULL)
         return CURLE_FAILED_INIT;
     va_list ap;
@@ -141,7 +134,7 @@ CURLcode curl_easy_setopt(CURL *h, CURLoption opt, ...)
 void curl_easy_cleanup(CURL *h)
 {
     void (*real)(CURL *);
-    REAL(real, "curl_easy_cleanup");
+    SW__PRELOAD_REAL(real, "curl_easy_cleanup");
     pthread_mutex_lock(&handles_lock);
     info_remove(h);
     pthread_mutex_unlock(&handles_lock);
@@ -152,7 +145,7 @@ void curl_easy_cleanup(CURL *h)
 void curl_easy_reset(CURL *h)
 {
     void (*real)(CURL *);
-    REAL(real, "curl_easy_reset");
+    SW__PRELOAD_REAL(real, "curl_easy_reset");
     pthread_mutex_lock(&handles_lock);
     info_remove(h);
     pthread_mutex_unlock(&handles_lock);
@@ -163,7 +156,7 @@ void curl_easy_reset(CURL *h)
 CURL *curl_easy_duphandle(CURL *h)
 {
     CURL *(*real)(CURL *);
-    REAL(real, "curl_easy_duphandle");
+    SW__PRELOAD_REAL(real, "curl_easy_duphandle");
     if (real == NULL)
         return NULL;
     CURL *dup = real(h);
@@ -273,18 +266,18 @@ static void outcome_tag(const curl_fns_t *f, CURL *h, CURLcode rc)
 
 static bool fns_resolve(curl_fns_t *f)
 {
-    REAL(f->append, "curl_slist_append");
-    REAL(f->free_all, "curl_slist_free_all");
-    REAL(f->getinfo, "curl_easy_getinfo");
-    REAL(f->setopt, "curl_easy_setopt");
-    REAL(f->strerror, "curl_easy_strerror");
+    SW__PRELOAD_REAL(f->append, "curl_slist_append");
+    SW__PRELOAD_REAL(f->free_all, "curl_slist_free_all");
+    SW__PRELOAD_REAL(f->getinfo, "curl_easy_getinfo");
+    SW__PRELOAD_REAL(f->setopt, "curl_easy_setopt");
+    SW__PRELOAD_REAL(f->strerror, "curl_easy_strerror");
     return f->append && f->free_all && f->getinfo && f->setopt && f->strerror;
 }
 
 CURLcode curl_easy_perform(CURL *h)
 {
     CURLcode (*real)(CURL *);
-    REAL(real, "curl_easy_perform");
+    SW__PRELOAD_REAL(real, "curl_easy_perform");
     if (real == NULL)
         return CURLE_FAILED_INIT;
     curl_fns_t f;

@@ -7,6 +7,7 @@
 
 #include "agent_internal.h"
 #include "config/config.h"
+#include "config/list.h"
 #include "core/context.h"
 #include "report/pipeline.h"
 
@@ -37,24 +38,15 @@ static void after_fork_child(void)
 static int ignore_parse(sw__agent_t *a, char *errbuf, size_t errlen)
 {
     a->ignore_count = 0;
-    const char *p = a->config.ignore_suffix;
-    while (*p != '\0') {
-        while (*p == ' ' || *p == ',')
-            p++;
-        const char *start = p;
-        while (*p != '\0' && *p != ',')
-            p++;
-        size_t n = (size_t)(p - start);
-        while (n > 0 && start[n - 1] == ' ')
-            n--;
-        if (n == 0)
-            continue;
+    const char *cursor = a->config.ignore_suffix;
+    size_t n;
+    for (const char *item; (item = sw__list_next(&cursor, &n)) != NULL;) {
         if (a->ignore_count == SW__IGNORE_MAX) {
             sw__errbuf_printf(errbuf, errlen, "SW_AGENT_IGNORE_SUFFIX has more than %d entries",
                               SW__IGNORE_MAX);
             return SW_ECONFIG;
         }
-        a->ignore[a->ignore_count].text = start;
+        a->ignore[a->ignore_count].text = item;
         a->ignore[a->ignore_count].len = n;
         a->ignore_count++;
     }

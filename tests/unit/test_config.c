@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "config/config.h"
+#include "config/list.h"
 #include "skywalking.h"
 
 Test(config, defaults)
@@ -152,5 +153,104 @@ Test(config, bad_configuration_leaves_the_agent_off_and_the_host_running)
     sw_config_init(&c);
     c.span_limit_per_segment = 0;
     cr_expect_eq(sw_init(&c), SW_ECONFIG);
+    cr_expect(!sw_enabled());
+}
+
+/* Collects the items of `text` as "[item]" strings, through sw__list_next or, with `all`,
+   sw__list_item_next. */
+static void list_collect(const char *text, bool all, char *out, size_t cap)
+{
+    const char *cursor = text;
+    size_t n, used = 0;
+    out[0] = '\0';
+    for (;;) {
+        const char *item = all ? sw__list_item_next(&cursor, &n) : sw__list_next(&cursor, &n);
+        if (item == NULL)
+            break;
+        used += (size_t)snprintf(out + used, cap - used, "[%.*s]", (int)n, item);
+        cr_assert_lt(used, cap, "collected items overflow the test buffer");
+    }
+    cr_expect_null(cursor, "the cursor must be NULL after the last item of '%s'", text);
+}
+
+Test(config_list, non_empty_items_are_trimmed_and_empty_ones_skipped)
+{
+    char got[256];
+    list_collect(".jpg,.css", false, got, sizeof got);
+    cr_expect_str_eq(got, "[.jpg][.css]");
+    list_collect("  a , \tb\t,,c d ,", false, got, sizeof got);
+    cr_expect_str_eq(got, "[a][b][c d]", "inner spaces stay, ends are trimmed: %s", got);
+    list_collect(", ,\t,", false, got, sizeof got);
+    cr_expect_str_eq(got, "", "only separators: no item, got %s", got);
+    list_collect("", false, got, sizeof got);
+    cr_expect_str_eq(got, "");
+    list_collect("single", false, got, sizeof got);
+    cr_expect_str_eq(got, "[single]");
+}
+
+Test(config_list, every_item_including_empty_ones)
+{
+    char got[256];
+    list_collect("a:1,,b:2", true, got, sizeof got);
+    cr_expect_str_eq(got, "[a:1][][b:2]");
+    list_collect("", true, got, sizeof got);
+    cr_expect_str_eq(got, "[]", "an empty text is one empty item, got %s", got);
+    list_collect(" x ,", true, got, sizeof got);
+    cr_expect_str_eq(got, "[x][]", "a trailing comma gives an empty last item, got %s", got);
+}
+
+Test(config_list, null_cursor_is_an_empty_list_and_items_point_into_the_text)
+{
+    const char *cursor = NULL;
+    size_t n = 99;
+    cr_expect_null(sw__list_next(&cursor, &n));
+    cr_expect_null(sw__list_item_next(&cursor, &n));
+    const char *text = "k = v , w";
+    cursor = text;
+    const char *item = sw__list_next(&cursor, &n);
+    cr_assert_eq(item, text, "the first item starts the text");
+    cr_expect_eq(n, 5u, "'k = v' is 5 bytes, got %zu", n);
+    const char *key = item;
+    size_t kn = 1;
+    const char *val = item + 3;
+    size_t vn = 2;
+    sw__text_trim(&key, &kn);
+    sw__text_trim(&val, &vn);
+    cr_expect_eq(kn, 1u);
+    cr_expect_eq(vn, 1u);
+    cr_expect_eq(*val, 'v');
+    item = sw__list_next(&cursor, &n);
+    cr_assert_not_null(item);
+    cr_expect_eq(item, text + 8);
+    cr_expect_eq(n, 1u);
+}
+
+Test(config_list, ignore_suffix_list_with_blanks_and_empties_configures_the_agent)
+{
+    sw_config_t c;
+    sw_config_init(&c);
+    char err[256] = "";
+    cr_assert_eq(sw_config_set(&c, "SW_AGENT_IGNORE_SUFFIX", " .jpg ,, .css\t", err, sizeof err), 0,
+                 "%s", err);
+    cr_assert_eq(sw_config_set(&c, "SW_REPORTER_FILE_PATH", "/dev/null", err, sizeof err), 0);
+    cr_assert_eq(sw_init(&c), 0);
+    sw_entry_span_begin("GET /logo.jpg", NULL);
+    sw_span_end();
+    sw_entry_span_begin("GET /site.css", NULL);
+    sw_span_end();
+    sw_entry_span_begin("GET /index.html", NULL);
+    sw_span_end();
+    cr_assert_eq(sw_shutdown(), 0);
+    sw_stats_t st;
+    sw_stats(&st);
+    cr_expect_eq(st.traces_ignored, 2, "both trimmed suffixes match, got %llu ignored",
+                 (unsigned long long)st.traces_ignored);
+    cr_expect_eq(st.segments_finished, 1);
+
+    char many[600] = "";
+    for (int i = 0; i < 40; i++)
+        snprintf(many + strlen(many), sizeof many - strlen(many), ".s%d,", i);
+    cr_assert_eq(sw_config_set(&c, "SW_AGENT_IGNORE_SUFFIX", many, err, sizeof err), 0, "%s", err);
+    cr_expect_eq(sw_init(&c), SW_ECONFIG, "40 suffixes are more than the table holds");
     cr_expect(!sw_enabled());
 }

@@ -48,7 +48,6 @@ static void registry_unlink(sw__context_t *c)
 static void context_thread_exit(void *arg)
 {
     sw__context_t *c = arg;
-    bool pooled = false;
     pthread_mutex_lock(&sw__agent.registry_lock);
     if (c->registered_epoch != 0 && c->registered_epoch == sw__agent.run_epoch) {
         /* The run is still open, so its pool is alive: give the blocks back to it. */
@@ -56,18 +55,12 @@ static void context_thread_exit(void *arg)
         registry_unlink(c);
         if (c->segment != NULL)
             sw__segment_cache_put(&c->cache, &sw__agent.pool, c->segment);
+        c->segment = NULL;
         sw__segment_cache_flush(&c->cache, &sw__agent.pool);
-        pooled = true;
     }
     pthread_mutex_unlock(&sw__agent.registry_lock);
-    if (!pooled) {
-        free(c->segment);
-        sw__segment_cache_free(&c->cache);
-    }
-    c->segment = NULL;
-    c->noop_depth = 0;
-    c->active = -1;
-    c->epoch = 0;
+    /* Frees what was not given back above (a finished run's blocks) and empties the context. */
+    sw__context_drop_stale(c);
     c->key_set = false;
 }
 

@@ -9,36 +9,26 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../config/list.h"
 #include "skywalking.h"
 
 /* Splits a comma list into `list`. Returns 0 or SW_ECONFIG naming `key`. */
 static int list_parse(sw__cyg_list_t *list, const char *key, char *errbuf, size_t errlen)
 {
     list->count = 0;
-    const char *p = getenv(key);
-    if (p == NULL)
-        return 0;
-    while (*p != '\0') {
-        while (*p == ' ' || *p == ',')
-            p++;
-        const char *start = p;
-        while (*p != '\0' && *p != ',')
-            p++;
-        size_t n = (size_t)(p - start);
-        while (n > 0 && start[n - 1] == ' ')
-            n--;
-        if (n == 0)
-            continue;
+    const char *cursor = getenv(key); /* NULL (unset): no patterns */
+    size_t n;
+    for (const char *item; (item = sw__list_next(&cursor, &n)) != NULL;) {
         if (list->count == SW__CYG_PATTERNS_MAX) {
             snprintf(errbuf, errlen, "%s has more than %d patterns", key, SW__CYG_PATTERNS_MAX);
             return SW_ECONFIG;
         }
         if (n >= SW__CYG_PATTERN_LEN) {
-            snprintf(errbuf, errlen, "%s: pattern '%.40s...' is longer than %d bytes", key, start,
+            snprintf(errbuf, errlen, "%s: pattern '%.40s...' is longer than %d bytes", key, item,
                      SW__CYG_PATTERN_LEN - 1);
             return SW_ECONFIG;
         }
-        memcpy(list->patterns[list->count], start, n);
+        memcpy(list->patterns[list->count], item, n);
         list->patterns[list->count][n] = '\0';
         list->count++;
     }

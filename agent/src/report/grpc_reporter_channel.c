@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "../config/config.h"
+#include "../config/list.h"
 
 /* A PEM bundle larger than this is surely not a CA file. */
 #define CA_FILE_MAX (4u << 20)
@@ -73,18 +74,12 @@ static bool address_valid(const char *s, size_t len)
     return port >= 1 && port <= 65535;
 }
 
+/* Splits the address list into c->addresses; an empty item is an error like any bad one. */
 static int addresses_parse(sw__grpc_conn_t *c, const char *list, char *errbuf, size_t errlen)
 {
-    const char *p = list;
-    for (;;) {
-        const char *end = strchr(p, ',');
-        size_t len = end ? (size_t)(end - p) : strlen(p);
-        while (len > 0 && (*p == ' ' || *p == '\t')) {
-            p++;
-            len--;
-        }
-        while (len > 0 && (p[len - 1] == ' ' || p[len - 1] == '\t'))
-            len--;
+    const char *cursor = list;
+    size_t len;
+    for (const char *p; (p = sw__list_item_next(&cursor, &len)) != NULL;) {
         if (!address_valid(p, len)) {
             sw__errbuf_printf(errbuf, errlen,
                               "SW_AGENT_COLLECTOR_BACKEND_SERVICES: '%.*s' is not host:port "
@@ -102,10 +97,8 @@ static int addresses_parse(sw__grpc_conn_t *c, const char *list, char *errbuf, s
         if (a == NULL)
             return SW_ENOMEM;
         c->addresses[c->address_count++] = a;
-        if (end == NULL)
-            return 0;
-        p = end + 1;
     }
+    return 0;
 }
 
 /* Reads the whole CA file into a NUL-terminated malloc'd string. */

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "../config/config.h"
+#include "../config/list.h"
 #include "instance_properties.h"
 #include "kproducer.h"
 
@@ -193,17 +194,6 @@ static void kafka_close(sw__reporter_t *self)
     reporter_free(r);
 }
 
-/* Trims spaces at both ends of [*s, *s + *n). */
-static void trim(const char **s, size_t *n)
-{
-    while (*n > 0 && (**s == ' ' || **s == '\t')) {
-        (*s)++;
-        (*n)--;
-    }
-    while (*n > 0 && ((*s)[*n - 1] == ' ' || (*s)[*n - 1] == '\t'))
-        (*n)--;
-}
-
 static int property_apply(kp_conf_t *conf, const char *name, const char *value, char *errbuf,
                           size_t errlen)
 {
@@ -221,15 +211,9 @@ static int producer_config_apply(kp_conf_t *conf, const char *text, char *errbuf
     char name[PROPERTY_NAME_MAX] = "";
     char value[SW_CONFIG_TEXT_MAX] = "";
     size_t vlen = 0;
-    const char *p = text;
-    while (*p != '\0') {
-        const char *comma = strchr(p, ',');
-        size_t n = comma ? (size_t)(comma - p) : strlen(p);
-        const char *piece = p;
-        p += n + (comma ? 1 : 0);
-        trim(&piece, &n);
-        if (n == 0)
-            continue;
+    const char *cursor = text;
+    size_t n;
+    for (const char *piece; (piece = sw__list_next(&cursor, &n)) != NULL;) {
         const char *eq = memchr(piece, '=', n);
         if (eq == NULL) { /* continues the previous value: a list such as a:9092,b:9092 */
             if (name[0] == '\0') {
@@ -250,8 +234,8 @@ static int producer_config_apply(kp_conf_t *conf, const char *text, char *errbuf
             return SW_ECONFIG;
         const char *key = piece, *val = eq + 1;
         size_t kn = (size_t)(eq - piece), vn = n - kn - 1;
-        trim(&key, &kn);
-        trim(&val, &vn);
+        sw__text_trim(&key, &kn);
+        sw__text_trim(&val, &vn);
         if (kn == 0 || kn >= sizeof name) {
             sw__errbuf_printf(errbuf, errlen,
                               "SW_KAFKA_PRODUCER_CONFIG: bad property name in '%.*s'",

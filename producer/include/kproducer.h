@@ -140,6 +140,11 @@ kp_producer_t *kp_producer_new(const kp_conf_t *conf, char *errbuf, size_t errle
  * max.block.ms for metadata; KP_EBUFFER_TIMEOUT after waiting what is left of max.block.ms
  * for buffer memory; KP_EUNKNOWN_PARTITION; KP_ECLOSED after kp_close(); KP_EINVAL.
  * Any thread except the sender (callbacks); blocks only as described.
+ * Shutdown: once kp_close() has begun, a kp_send() blocked waiting for metadata or buffer
+ * memory returns KP_ECLOSED at once (it does not sit out max.block.ms), and a kp_send()
+ * that starts meanwhile returns KP_ECLOSED; kp_close() waits for every such caller to leave
+ * kp_send() before it frees anything. The caller must make sure no kp_send() on p *starts*
+ * after kp_close() may have returned (p is freed then).
  */
 int kp_send(kp_producer_t *p, const char *topic, int32_t partition, const void *key,
             size_t key_len, const void *value, size_t value_len, const kp_header_t *headers,
@@ -157,7 +162,11 @@ int kp_flush(kp_producer_t *p, int timeout_ms);
  * every record still pending with KP_ECLOSED (their callbacks run before this returns),
  * stops the sender thread and frees the producer. Returns 0 when everything was delivered
  * or KP_ETIMED_OUT when records had to be failed. p is invalid afterwards. Call once, from a
- * thread that is not inside kp_send() on the same producer.
+ * thread that is not inside kp_send() on the same producer (not from a callback).
+ * Other threads may be inside kp_send() when it is called, even blocked there for up to
+ * max.block.ms (broker down, buffer full): kp_close() first wakes them (they return
+ * KP_ECLOSED) and waits until they have all left kp_send(), which takes no network time;
+ * only then does it wait up to timeout_ms for deliveries. Blocks the calling thread.
  */
 int kp_close(kp_producer_t *p, int timeout_ms);
 

@@ -3,6 +3,7 @@
  * blocks, sticky and keyed partitioning, readiness (full, linger, flush) and drain.
  */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "core/accumulator.h"
@@ -167,4 +168,52 @@ Test(accumulator, too_many_blocks_time_out_and_bad_partition_fails)
     kp__accumulator_end_flush(&acc);
     cr_assert_eq(acc.n_batches, 0);
     cr_assert_eq(kp_buffer_pool_available(pool), 64 * 1024);
+}
+
+Test(accumulator, partitions_added_to_the_topic_are_used)
+{
+    /* First use with 4 partitions; then metadata reports 6 (partitions added): partition 5
+     * becomes valid, keyed records follow murmur2 over 6, and the old partitions' batches
+     * stay where they are. */
+    int32_t chosen = -1;
+    cr_assert_eq(append(3, NULL, 100, &chosen), 0);
+    cr_assert_eq(append(5, NULL, 100, &chosen), KP_EUNKNOWN_PARTITION);
+    static int32_t leaders6[6] = {1, 1, 2, 2, 3, 3};
+    md.leaders = leaders6;
+    md.n_partitions = 6;
+    static char value[100];
+    bool nb = false;
+    cr_assert_eq(kp__accumulator_append(&acc, &md, 6, 5, 1000, NULL, 0, value, sizeof(value), NULL,
+                                        0, NULL, NULL, kp__now_ms() + 1000, &nb, &chosen),
+                 0);
+    cr_assert_eq(chosen, 5);
+    /* A key that maps to new partition 4 (impossible with 4 partitions) goes there. */
+    char key[16];
+    int kl = 0;
+    for (int i = 0; i < 1000; i++) {
+        kl = snprintf(key, sizeof(key), "key-%d", i);
+        if (kp_murmur2_partition(key, (size_t)kl, 6) == 4)
+            break;
+    }
+    int32_t want = kp_murmur2_partition(key, (size_t)kl, 6);
+    cr_assert_eq(want, 4, "no key maps to new partition 4");
+    cr_assert_eq(kp__accumulator_append(&acc, &md, 6, -1, 1000, key, (size_t)kl, value,
+                                        sizeof(value), NULL, 0, NULL, NULL, kp__now_ms() + 1000,
+                                        &nb, &chosen),
+                 0);
+    cr_assert_eq(chosen, want);
+    /* Every batch drains, from the old and the new partitions, with their leaders. */
+    kp__accumulator_begin_flush(&acc);
+    struct taken t = {.limit = 16};
+    bool unknown = false;
+    kp__accumulator_drain(&acc, kp__now_ms(), take, &t, &unknown);
+    kp__accumulator_end_flush(&acc);
+    cr_assert_eq(t.n, 3, "drained %d batches", t.n);
+    int32_t seen_parts = 0;
+    for (int i = 0; i < t.n; i++) {
+        seen_parts |= 1 << t.b[i]->part->id;
+        cr_assert_eq(t.leader[i], leaders6[t.b[i]->part->id]);
+    }
+    cr_assert_eq(seen_parts, (1 << 3) | (1 << 5) | (1 << want));
+    give_back(&t);
 }

@@ -519,9 +519,11 @@ Test(protocol, kafka_error_table)
     cr_expect_str_eq(kp_kafka_error_name(-1), "UNKNOWN_SERVER_ERROR");
     cr_expect_str_eq(kp_kafka_error_name(46), "DUPLICATE_SEQUENCE_NUMBER");
     cr_expect_str_eq(kp_kafka_error_name(3000), "UNKNOWN_ERROR_CODE");
-    static const int16_t refresh[] = {3, 5, 6, 13, 56};
-    static const int16_t retry[] = {7, 19, 20, 89};
-    static const int16_t fatal[] = {18, 29, 45, 47, 59, 87, -1, 35, 999};
+    /* DESIGN.md's lists, then the Java client's other retriable errors. */
+    static const int16_t refresh[] = {3, 5, 6, 13, 56, 8, 9, 72, 74, 75, 100, 103};
+    static const int16_t retry[] = {7,  19, 20, 89, 2,  14, 15, 16, 41,
+                                    70, 71, 78, 80, 83, 84, 88, 106};
+    static const int16_t fatal[] = {18, 29, 45, 47, 59, 87, -1, 35, 90, 120, 999};
     for (size_t i = 0; i < sizeof refresh / sizeof refresh[0]; i++)
         cr_expect_eq(kp_kafka_error_classify(refresh[i], 5), KP_KAFKA_ERROR_RETRIABLE_REFRESH, "%d",
                      refresh[i]);

@@ -24,6 +24,8 @@ int kp__accumulator_init(kp__accumulator_t *acc, kp_buffer_pool_t *pool, int32_t
 void kp__accumulator_destroy(kp__accumulator_t *acc)
 {
     for (int i = 0; i < acc->n_topics; i++) {
+        for (int32_t k = 0; k < acc->topics[i]->n_partitions; k++)
+            free(acc->topics[i]->parts[k]);
         free(acc->topics[i]->parts);
         free(acc->topics[i]->name);
         free(acc->topics[i]);
@@ -43,12 +45,41 @@ static uint32_t next_random(kp__accumulator_t *acc)
     return x;
 }
 
-/* Finds or creates the accumulator's entry for md's topic. Caller holds lock. */
+/* Grows t to n partitions (n > t->n_partitions): the partitions added to the topic since it
+ * was first used. Keeps the old count when out of memory. Caller holds lock. */
+static int topic_grow(kp__topic_acc_t *t, int32_t n)
+{
+    if (n > t->cap_parts) {
+        kp__partition_t **v = realloc(t->parts, (size_t)n * sizeof(*v));
+        if (!v)
+            return KP_ENOMEM;
+        t->parts = v;
+        t->cap_parts = n;
+    }
+    for (int32_t k = t->n_partitions; k < n; k++) {
+        kp__partition_t *p = calloc(1, sizeof(*p));
+        if (!p)
+            return KP_ENOMEM;
+        p->id = k;
+        p->topic = t;
+        t->parts[k] = p;
+        t->n_partitions = k + 1;
+    }
+    return 0;
+}
+
+/* Finds or creates the accumulator's entry for md's topic, with n partitions (the count in
+ * metadata; it only grows). Caller holds lock. */
 static kp__topic_acc_t *topic_get(kp__accumulator_t *acc, kp__topic_md_t *md, int32_t n)
 {
-    for (int i = 0; i < acc->n_topics; i++)
-        if (acc->topics[i]->md == md)
-            return acc->topics[i];
+    for (int i = 0; i < acc->n_topics; i++) {
+        kp__topic_acc_t *t = acc->topics[i];
+        if (t->md != md)
+            continue;
+        if (n > t->n_partitions)
+            (void)topic_grow(t, n); /* on failure the known partitions still work */
+        return t;
+    }
     if (acc->n_topics == acc->cap_topics) {
         int cap = acc->cap_topics ? acc->cap_topics * 2 : 8;
         kp__topic_acc_t **v = realloc(acc->topics, (size_t)cap * sizeof(*v));
@@ -60,19 +91,15 @@ static kp__topic_acc_t *topic_get(kp__accumulator_t *acc, kp__topic_md_t *md, in
     kp__topic_acc_t *t = calloc(1, sizeof(*t));
     if (!t)
         return NULL;
-    t->parts = calloc((size_t)n, sizeof(kp__partition_t));
     t->name = strdup(md->name);
-    if (!t->parts || !t->name) {
+    t->md = md;
+    if (!t->name || topic_grow(t, n) != 0) {
+        for (int32_t k = 0; k < t->n_partitions; k++)
+            free(t->parts[k]);
         free(t->parts);
         free(t->name);
         free(t);
         return NULL;
-    }
-    t->md = md;
-    t->n_partitions = n;
-    for (int32_t p = 0; p < n; p++) {
-        t->parts[p].id = p;
-        t->parts[p].topic = t;
     }
     t->sticky = (int32_t)(next_random(acc) % (uint32_t)n);
     acc->topics[acc->n_topics++] = t;
@@ -140,7 +167,7 @@ int kp__accumulator_append(kp__accumulator_t *acc, kp__topic_md_t *md, int32_t n
     }
     if (sticky) {
         partition = t->sticky;
-        if (try_tail(&t->parts[partition], &r)) {
+        if (try_tail(t->parts[partition], &r)) {
             *chosen = partition;
             pthread_mutex_unlock(&acc->lock);
             return 0;
@@ -152,7 +179,7 @@ int kp__accumulator_append(kp__accumulator_t *acc, kp__topic_md_t *md, int32_t n
             partition = t->sticky;
         }
     }
-    kp__partition_t *p = &t->parts[partition];
+    kp__partition_t *p = t->parts[partition];
     *chosen = partition;
     if (try_tail(p, &r)) {
         pthread_mutex_unlock(&acc->lock);
@@ -214,7 +241,7 @@ int64_t kp__accumulator_drain(kp__accumulator_t *acc, int64_t now,
     for (int i = 0; i < acc->n_topics; i++) {
         kp__topic_acc_t *t = acc->topics[i];
         for (int32_t k = 0; k < t->n_partitions; k++) {
-            kp__partition_t *p = &t->parts[k];
+            kp__partition_t *p = t->parts[k];
             if (!p->head)
                 continue;
             int64_t in = head_ready_in(acc, p, now);
@@ -266,7 +293,7 @@ void kp__accumulator_expire(kp__accumulator_t *acc, bool (*expired)(void *, kp__
     for (int i = 0; i < acc->n_topics; i++) {
         kp__topic_acc_t *t = acc->topics[i];
         for (int32_t k = 0; k < t->n_partitions; k++) {
-            kp__partition_t *p = &t->parts[k];
+            kp__partition_t *p = t->parts[k];
             kp__batch_t **link = &p->head;
             kp__batch_t *prev = NULL;
             while (*link) {

@@ -37,8 +37,12 @@ typedef struct kp__topic_acc {
     char *name;
     kp__topic_md_t *md;
     int32_t n_partitions;
-    kp__partition_t *parts; /* n_partitions entries; fixed once created */
-    int32_t sticky;         /* lock */
+    /* lock: n_partitions pointers. The count only grows (partitions added to the topic, seen
+     * in metadata); each partition keeps its address for the accumulator's life, since
+     * batches point at it. */
+    kp__partition_t **parts;
+    int32_t cap_parts; /* lock */
+    int32_t sticky;    /* lock */
 } kp__topic_acc_t;
 
 typedef struct kp__accumulator {

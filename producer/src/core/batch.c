@@ -25,7 +25,7 @@ int kp__batch_try_append(kp__batch_t *b, int64_t timestamp, const void *key, siz
                          const void *value, size_t value_len, const kp_record_header_t *headers,
                          size_t n_headers, kp_delivery_cb_t cb, void *opaque)
 {
-    size_t room = (size_t)b->block_size - KP__BATCH_HEADER;
+    size_t room = kp__batch_end(b) - KP__BATCH_HEADER;
     size_t thunks = (size_t)(b->rb.count + 1) * sizeof(kp__thunk_t);
     if (thunks + b->rb.len > room)
         return KP_ENOSPACE; /* the new thunk would overlap records already written */

@@ -40,6 +40,7 @@ typedef struct kp__batch {
     int16_t producer_epoch;
     bool is_retry; /* counted in its partition's `retrying` */
     bool full;     /* no more appends: the sender may send it without waiting for linger */
+    bool heap;     /* a piece of a split batch: malloc'd outside the pool, freed with free() */
 } kp__batch_t;
 
 /* Bytes in front of the record batch inside the block. */
@@ -49,6 +50,8 @@ typedef struct kp__batch {
 static inline int32_t kp__batch_block_size(int32_t batch_size, size_t record_upper_bound)
 {
     size_t need = KP__BATCH_HEADER + record_upper_bound + sizeof(kp__thunk_t);
+    /* Thunks are laid out down from the block's end: keep that end aligned for them. */
+    need = (need + _Alignof(kp__thunk_t) - 1) & ~(_Alignof(kp__thunk_t) - 1);
     return need > (size_t)batch_size ? (int32_t)need : batch_size;
 }
 
@@ -61,10 +64,17 @@ int kp__batch_try_append(kp__batch_t *b, int64_t timestamp, const void *key, siz
                          const void *value, size_t value_len, const kp_record_header_t *headers,
                          size_t n_headers, kp_delivery_cb_t cb, void *opaque);
 
+/* Usable bytes of the block: its size rounded down so that the thunks below the end are
+ * aligned (batch.size, hence a block's size, may be any number). */
+static inline size_t kp__batch_end(const kp__batch_t *b)
+{
+    return (size_t)b->block_size & ~(_Alignof(kp__thunk_t) - 1);
+}
+
 /* The i-th record's thunk. */
 static inline kp__thunk_t *kp__batch_thunk(kp__batch_t *b, int32_t i)
 {
-    return (kp__thunk_t *)((uint8_t *)b + b->block_size) - (i + 1);
+    return (kp__thunk_t *)((uint8_t *)b + kp__batch_end(b)) - (i + 1);
 }
 
 /* Runs every record's callback with (error, partition, base_offset + i, or -1 offsets when

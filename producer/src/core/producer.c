@@ -145,6 +145,22 @@ static int send_record(kp_producer_t *p, const char *topic, int32_t partition, c
                        size_t key_len, const void *value, size_t value_len,
                        const kp_record_header_t *hdrs, size_t n_headers, int64_t timestamp,
                        kp_delivery_cb_t cb, void *opaque);
+static int send_with_headers(kp_producer_t *p, const char *topic, int32_t partition,
+                             const void *key, size_t key_len, const void *value, size_t value_len,
+                             const kp_header_t *headers, size_t n_headers, int64_t timestamp,
+                             kp_delivery_cb_t cb, void *opaque);
+
+/* The last step of kp_send: leaves the in_send count; during kp_close, wakes it. */
+static void send_leave(kp_producer_t *p)
+{
+    /* seq_cst: partner of the seq_cst store of `state` in kp_close (see in_send). */
+    atomic_fetch_sub_explicit(&p->in_send, 1, memory_order_seq_cst);
+    if (atomic_load_explicit(&p->state, memory_order_seq_cst) != KP__RUNNING) {
+        pthread_mutex_lock(&p->done_lock);
+        pthread_cond_broadcast(&p->done_cond); /* partner: wait_senders_gone in kp_close */
+        pthread_mutex_unlock(&p->done_lock);
+    }
+}
 
 int kp_send(kp_producer_t *p, const char *topic, int32_t partition, const void *key, size_t key_len,
             const void *value, size_t value_len, const kp_header_t *headers, size_t n_headers,
@@ -153,8 +169,21 @@ int kp_send(kp_producer_t *p, const char *topic, int32_t partition, const void *
     if (!p || !topic || !*topic || partition < -1 || (n_headers && !headers) || (key_len && !key) ||
         (value_len && !value) || n_headers > 4096)
         return KP_EINVAL;
-    if (atomic_load_explicit(&p->state, memory_order_acquire) != KP__RUNNING)
-        return KP_ECLOSED;
+    atomic_fetch_add_explicit(&p->in_send, 1, memory_order_seq_cst);
+    int rc = KP_ECLOSED;
+    /* seq_cst: partner of the seq_cst store in kp_close (see in_send). */
+    if (atomic_load_explicit(&p->state, memory_order_seq_cst) == KP__RUNNING)
+        rc = send_with_headers(p, topic, partition, key, key_len, value, value_len, headers,
+                               n_headers, timestamp, cb, opaque);
+    send_leave(p);
+    return rc;
+}
+
+static int send_with_headers(kp_producer_t *p, const char *topic, int32_t partition,
+                             const void *key, size_t key_len, const void *value, size_t value_len,
+                             const kp_header_t *headers, size_t n_headers, int64_t timestamp,
+                             kp_delivery_cb_t cb, void *opaque)
+{
     kp_record_header_t local[16];
     kp_record_header_t *hdrs = n_headers ? local : NULL;
     if (n_headers > 16 && !(hdrs = malloc(n_headers * sizeof(*hdrs))))
@@ -224,6 +253,17 @@ static int wait_pending(kp_producer_t *p, int timeout_ms)
     return rc;
 }
 
+/* Waits until no thread is inside kp_send. They leave promptly once kp_close has begun: every
+ * wait in kp_send (metadata, buffer memory) is woken with KP_ECLOSED. */
+static void wait_senders_gone(kp_producer_t *p)
+{
+    pthread_mutex_lock(&p->done_lock);
+    /* seq_cst: partner of the seq_cst updates in kp_send (see in_send). */
+    while (atomic_load_explicit(&p->in_send, memory_order_seq_cst) > 0)
+        pthread_cond_wait(&p->done_cond, &p->done_lock);
+    pthread_mutex_unlock(&p->done_lock);
+}
+
 int kp_flush(kp_producer_t *p, int timeout_ms)
 {
     if (!p)
@@ -239,16 +279,21 @@ int kp_close(kp_producer_t *p, int timeout_ms)
 {
     if (!p)
         return KP_EINVAL;
+    /* seq_cst: pairs with the seq_cst loads in kp_send (see in_send); also a release for the
+     * acquire loads in the sender loop. */
+    atomic_store_explicit(&p->state, KP__CLOSING, memory_order_seq_cst);
     kp__accumulator_close(&p->acc);
-    /* release: pairs with the acquire loads in kp_send and the sender loop */
-    atomic_store_explicit(&p->state, KP__CLOSING, memory_order_release);
+    /* Wake every kp_send blocked on metadata or buffer memory: it returns KP_ECLOSED. The
+     * sender keeps using both (metadata updates, deallocation) until it stops. */
+    kp_buffer_pool_close(p->pool);
+    kp__metadata_close(&p->md);
+    wait_senders_gone(p);
     kp__producer_wake(p);
     int rc = wait_pending(p, timeout_ms);
     atomic_store_explicit(&p->state, KP__FORCE_CLOSE, memory_order_release);
-    kp_buffer_pool_close(p->pool);
-    kp__metadata_close(&p->md);
     kp__producer_wake(p);
     pthread_join(p->thread, NULL);
+    wait_senders_gone(p); /* a callback's kp_send (sender thread) has left too */
     producer_free(p);
     return rc;
 }

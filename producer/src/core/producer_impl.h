@@ -46,6 +46,13 @@ struct kp_producer {
     /* KP__RUNNING / CLOSING / FORCE_CLOSE: written by kp_close (release), read by kp_send and
      * the sender (acquire): the partner of the release is every acquire load. */
     atomic_int state;
+    /* Threads inside kp_send: incremented (seq_cst) before kp_send reads `state` (seq_cst),
+     * decremented (seq_cst) on the way out; kp_close stores `state` (seq_cst) and then waits
+     * under done_lock until it is 0, so that no caller is left inside when the producer is
+     * freed. seq_cst on all four makes the store/load pairs a Dekker handshake: either the
+     * caller sees CLOSING, or kp_close sees it counted. A caller that sees state != RUNNING
+     * on the way out broadcasts done_cond under done_lock. */
+    atomic_int in_send;
     /* Records accepted and not yet reported; decremented by the sender after the callbacks.
      * Read under done_lock by waiters; the sender broadcasts done_cond under done_lock when it
      * reaches 0, so a waiter cannot miss the transition. */
@@ -105,6 +112,12 @@ void kp__sender_handle_produce(kp_producer_t *p, kp__request_t *r, kp_reader_t *
 void kp__sender_produce_failed(kp_producer_t *p, kp__request_t *r, int64_t now);
 void kp__sender_produce_written(kp_producer_t *p, kp__request_t *r);
 void kp__sender_expire(kp_producer_t *p, int64_t now, bool all, int error);
+/* MESSAGE_TOO_LARGE on a batch of more than one record (sender_split.c): splits b into
+ * batches of at most half its record bytes (and at most batch.size), which keep b's order
+ * and sequence numbers and go back to the front of the partition, and frees b without
+ * running callbacks. Returns 0, or a negative error when b could not be split (b is then
+ * untouched and the caller fails it). */
+int kp__sender_split(kp_producer_t *p, kp__batch_t *b, int64_t now);
 /* Completes a batch: callbacks, counters, block back to the pool. */
 void kp__sender_complete(kp_producer_t *p, kp__batch_t *b, int error, int64_t base_offset);
 

@@ -22,7 +22,10 @@ void kp__sender_complete(kp_producer_t *p, kp__batch_t *b, int error, int64_t ba
     atomic_fetch_add_explicit(error ? &p->st_failed : &p->st_acked, (unsigned long long)n,
                               memory_order_relaxed);
     kp_record_batch_release(&b->rb);
-    kp_buffer_pool_deallocate(p->pool, b, b->block_size);
+    if (b->heap)
+        free(b);
+    else
+        kp_buffer_pool_deallocate(p->pool, b, b->block_size);
     /* acq_rel: the callbacks above happen before a flusher sees pending reach 0. */
     if (atomic_fetch_sub_explicit(&p->pending, n, memory_order_acq_rel) == n) {
         pthread_mutex_lock(&p->done_lock);
@@ -126,10 +129,13 @@ static void handle_batch(kp_producer_t *p, kp__batch_t *b,
         retry_or_fail(p, b, KP_ERETRIES_EXHAUSTED, now);
         return;
     case KP_KAFKA_ERROR_SPLIT:
-        fail_batch(p, b, KP_EMSG_SIZE_TOO_LARGE);
+        /* Like the Java client: split into smaller batches that go first, in order. */
+        if (kp__sender_split(p, b, now) != 0)
+            fail_batch(p, b, KP_EMSG_SIZE_TOO_LARGE);
         return;
     default:
-        fail_batch(p, b, KP_EBROKER);
+        fail_batch(p, b,
+                   code == KP_KAFKA_ERR_MESSAGE_TOO_LARGE ? KP_EMSG_SIZE_TOO_LARGE : KP_EBROKER);
         return;
     }
 }

@@ -27,11 +27,35 @@ kp_kafka_error_class_t kp_kafka_error_classify(int16_t code, int32_t batch_recor
     case KP_KAFKA_ERR_NOT_LEADER_OR_FOLLOWER:
     case KP_KAFKA_ERR_NETWORK_EXCEPTION:
     case KP_KAFKA_ERR_KAFKA_STORAGE_ERROR:
+    /* Beyond DESIGN.md: the Java client's InvalidMetadataException subclasses (retriable,
+     * and they make the producer refresh metadata), and BROKER_NOT_AVAILABLE. */
+    case KP_KAFKA_ERR_BROKER_NOT_AVAILABLE:
+    case KP_KAFKA_ERR_REPLICA_NOT_AVAILABLE:
+    case KP_KAFKA_ERR_LISTENER_NOT_FOUND:
+    case KP_KAFKA_ERR_FENCED_LEADER_EPOCH:
+    case KP_KAFKA_ERR_UNKNOWN_LEADER_EPOCH:
+    case KP_KAFKA_ERR_UNKNOWN_TOPIC_ID:
+    case KP_KAFKA_ERR_INCONSISTENT_TOPIC_ID:
         return KP_KAFKA_ERROR_RETRIABLE_REFRESH;
     case KP_KAFKA_ERR_REQUEST_TIMED_OUT:
     case KP_KAFKA_ERR_NOT_ENOUGH_REPLICAS:
     case KP_KAFKA_ERR_NOT_ENOUGH_REPLICAS_AFTER_APPEND:
     case KP_KAFKA_ERR_THROTTLING_QUOTA_EXCEEDED:
+    /* Beyond DESIGN.md: the Java client's other RetriableException subclasses. Most never
+     * answer a Produce request; they are listed so that none of them fails a batch. */
+    case KP_KAFKA_ERR_CORRUPT_MESSAGE:
+    case KP_KAFKA_ERR_COORDINATOR_LOAD_IN_PROGRESS:
+    case KP_KAFKA_ERR_COORDINATOR_NOT_AVAILABLE:
+    case KP_KAFKA_ERR_NOT_COORDINATOR:
+    case KP_KAFKA_ERR_NOT_CONTROLLER:
+    case KP_KAFKA_ERR_FETCH_SESSION_ID_NOT_FOUND:
+    case KP_KAFKA_ERR_INVALID_FETCH_SESSION_EPOCH:
+    case KP_KAFKA_ERR_OFFSET_NOT_AVAILABLE:
+    case KP_KAFKA_ERR_PREFERRED_LEADER_NOT_AVAILABLE:
+    case KP_KAFKA_ERR_ELIGIBLE_LEADERS_NOT_AVAILABLE:
+    case KP_KAFKA_ERR_ELECTION_NOT_NEEDED:
+    case KP_KAFKA_ERR_UNSTABLE_OFFSET_COMMIT:
+    case KP_KAFKA_ERR_FETCH_SESSION_TOPIC_ID_ERROR:
         return KP_KAFKA_ERROR_RETRIABLE;
     case KP_KAFKA_ERR_MESSAGE_TOO_LARGE:
         return batch_record_count > 1 ? KP_KAFKA_ERROR_SPLIT : KP_KAFKA_ERROR_FATAL;

@@ -2,10 +2,13 @@
  * kafka_error.h - the error codes a Kafka broker puts in responses (int16), with their names,
  * and how the producer treats each one.
  *
- * Classification (DESIGN.md "Errors"):
+ * Classification (DESIGN.md "Errors", extended with the Java client's retriable errors):
  *   SUCCESS            0, and 46 DUPLICATE_SEQUENCE_NUMBER (the broker already has the batch)
- *   RETRIABLE_REFRESH  3, 5, 6, 13, 56: retry after a metadata refresh (leader moved / gone)
- *   RETRIABLE          7, 19, 20, 89: retry as is after backoff
+ *   RETRIABLE_REFRESH  3, 5, 6, 13, 56: retry after a metadata refresh (leader moved / gone);
+ *                      also 8, 9, 72, 74, 75, 100, 103 (Java: InvalidMetadataException)
+ *   RETRIABLE          7, 19, 20, 89: retry as is after backoff; also 2 CORRUPT_MESSAGE,
+ *                      14, 15, 16, 41, 70, 71, 78, 80, 83, 84, 88, 106 (Java: the other
+ *                      RetriableException subclasses)
  *   SPLIT              10 MESSAGE_TOO_LARGE on a batch of more than one record: split, retry
  *   FATAL              10 on a one-record batch, 18, 29, 45, 47, 59, 87, -1, and every code
  *                      not listed above (fail the batch; never retry an unknown condition)

@@ -19,25 +19,25 @@ extern "C" {
  * Error codes of the library: 0 is success, every error is negative. Append new codes at the
  * end of the table with the next free number; never renumber.
  */
-#define KP_ERRNO_MAP(X)                                                                            \
-    X(INVAL, -1, "invalid argument")                                                               \
-    X(NOMEM, -2, "out of memory")                                                                  \
-    X(TRUNCATED, -3, "message truncated: a length points past the end of the buffer")              \
-    X(MALFORMED, -4, "malformed message field")                                                    \
-    X(NOSPACE, -5, "not enough room in the buffer")                                                \
-    X(UNSUPPORTED_VERSION, -6, "no API version supported by both client and broker")               \
-    X(CONF, -7, "invalid configuration")                                                           \
-    X(COMPRESSION, -8, "compression or decompression failed")                                      \
-    X(CORRUPT, -9, "checksum mismatch")                                                           \
-    X(MSG_SIZE_TOO_LARGE, -10, "record larger than max.request.size or buffer.memory")             \
-    X(METADATA_TIMEOUT, -11, "no metadata from any broker within max.block.ms")                    \
-    X(UNKNOWN_TOPIC, -12, "topic not present in metadata after max.block.ms")                      \
-    X(BUFFER_TIMEOUT, -13, "no buffer memory freed within max.block.ms")                           \
-    X(DELIVERY_TIMEOUT, -14, "record not acknowledged within delivery.timeout.ms")                 \
-    X(CLOSED, -15, "producer closed before the record could be delivered")                         \
-    X(BROKER, -16, "the broker rejected the record with a non-retriable error")                    \
-    X(UNKNOWN_PARTITION, -17, "partition out of range for the topic")                              \
-    X(RETRIES_EXHAUSTED, -18, "retriable error after all retries were used")                       \
+#define KP_ERRNO_MAP(X)                                                                \
+    X(INVAL, -1, "invalid argument")                                                   \
+    X(NOMEM, -2, "out of memory")                                                      \
+    X(TRUNCATED, -3, "message truncated: a length points past the end of the buffer")  \
+    X(MALFORMED, -4, "malformed message field")                                        \
+    X(NOSPACE, -5, "not enough room in the buffer")                                    \
+    X(UNSUPPORTED_VERSION, -6, "no API version supported by both client and broker")   \
+    X(CONF, -7, "invalid configuration")                                               \
+    X(COMPRESSION, -8, "compression or decompression failed")                          \
+    X(CORRUPT, -9, "checksum mismatch")                                                \
+    X(MSG_SIZE_TOO_LARGE, -10, "record larger than max.request.size or buffer.memory") \
+    X(METADATA_TIMEOUT, -11, "no metadata from any broker within max.block.ms")        \
+    X(UNKNOWN_TOPIC, -12, "topic not present in metadata after max.block.ms")          \
+    X(BUFFER_TIMEOUT, -13, "no buffer memory freed within max.block.ms")               \
+    X(DELIVERY_TIMEOUT, -14, "record not acknowledged within delivery.timeout.ms")     \
+    X(CLOSED, -15, "producer closed before the record could be delivered")             \
+    X(BROKER, -16, "the broker rejected the record with a non-retriable error")        \
+    X(UNKNOWN_PARTITION, -17, "partition out of range for the topic")                  \
+    X(RETRIES_EXHAUSTED, -18, "retriable error after all retries were used")           \
     X(TIMED_OUT, -19, "operation timed out")
 
 typedef enum kp_errno {
@@ -78,8 +78,7 @@ void kp_conf_destroy(kp_conf_t *conf);
 /* Sets property `name` to `value`. Returns 0, or KP_ECONF with a message naming the property
  * and the wrong value in errbuf (when errbuf is not NULL; truncated to errlen). On failure
  * the conf is unchanged. Never blocks. */
-int kp_conf_set(kp_conf_t *conf, const char *name, const char *value, char *errbuf,
-                size_t errlen);
+int kp_conf_set(kp_conf_t *conf, const char *name, const char *value, char *errbuf, size_t errlen);
 
 /* Checks the combination of properties (enable.idempotence with acks != all,
  * max.in.flight.requests.per.connection > 5 or retries = 0 with idempotence,
@@ -146,9 +145,9 @@ kp_producer_t *kp_producer_new(const kp_conf_t *conf, char *errbuf, size_t errle
  * kp_send() before it frees anything. The caller must make sure no kp_send() on p *starts*
  * after kp_close() may have returned (p is freed then).
  */
-int kp_send(kp_producer_t *p, const char *topic, int32_t partition, const void *key,
-            size_t key_len, const void *value, size_t value_len, const kp_header_t *headers,
-            size_t n_headers, int64_t timestamp, kp_delivery_cb_t cb, void *opaque);
+int kp_send(kp_producer_t *p, const char *topic, int32_t partition, const void *key, size_t key_len,
+            const void *value, size_t value_len, const kp_header_t *headers, size_t n_headers,
+            int64_t timestamp, kp_delivery_cb_t cb, void *opaque);
 
 /*
  * Makes every buffered record ready to send at once and waits until all records accepted
@@ -156,6 +155,15 @@ int kp_send(kp_producer_t *p, const char *topic, int32_t partition, const void *
  * Returns 0, or KP_ETIMED_OUT. Any thread except the sender.
  */
 int kp_flush(kp_producer_t *p, int timeout_ms);
+
+/*
+ * Stops accepting records without freeing anything: a kp_send() blocked on metadata or buffer
+ * memory returns KP_ECLOSED at once, and every later kp_send() returns KP_ECLOSED. Records
+ * already accepted are still delivered (linger is cut short); p stays valid until kp_close().
+ * Lets an owner stop its own sending threads (join them) before kp_close(). Any thread; never
+ * blocks; calling it again changes nothing.
+ */
+void kp_stop_accepting(kp_producer_t *p);
 
 /*
  * Stops accepting records, delivers what it can within timeout_ms (< 0: no limit), fails

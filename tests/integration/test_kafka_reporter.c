@@ -519,6 +519,31 @@ Test(kafka_reporter, backend_down_never_blocks_hosts, .timeout = 120)
 #endif
 }
 
+/* The broker is unreachable and max.block.ms keeps its default (60 s): every kp_send of the
+ * drain would wait that long. sw_shutdown must still return after the drain's grace period
+ * (SW_KAFKA_FLUSH_TIMEOUT_MS), with every segment accounted for. The bound below is a
+ * functional one (no stall of a minute per batch), far above the expected ~5 s. */
+Test(kafka_reporter, shutdown_with_the_broker_down_is_bounded, .timeout = 120)
+{
+    char bootstrap[64], service[96];
+    snprintf(bootstrap, sizeof bootstrap, "127.0.0.1:%d", closed_port());
+    unique_name(service, sizeof service, "downexit");
+    sw_config_t cfg;
+    config_kafka(&cfg, bootstrap, service, "");
+    int rc = sw_init(&cfg);
+    cr_assert_eq(rc, 0, "sw_init: %s", sw_strerror(rc));
+    threads_run(20);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    sw_stats_t st = stats_after_shutdown();
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double seconds = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    cr_assert_lt(seconds, 30.0, "sw_shutdown took %.1f s with the broker down", seconds);
+    cr_assert_eq(st.segments_reported, 0);
+    cr_assert_eq(st.segments_dropped + st.segments_failed, st.segments_finished);
+    cr_assert_eq(st.segments_finished, API_THREADS * 20);
+}
+
 /* ---- configuration errors (no broker needed) -------------------------------------------- */
 
 /* Creates the reporter directly (no broker is contacted) and expects SW_ECONFIG with a

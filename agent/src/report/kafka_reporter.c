@@ -41,10 +41,14 @@ typedef struct kafka_reporter {
     bool flush_timed_out;
     int last_error_logged;
 
-    /* The management thread sleeps on `wake`; close() sets `closing` and signals it. */
+    /* The management thread sleeps on `wake`; close() sets `closing` and signals it.
+       shutdown_begin() starts `watchdog` (drain_watchdog), which bounds the drain so that
+       sw_shutdown never sits out max.block.ms once per batch; it waits on `wake` too. */
     pthread_mutex_t lock;
     pthread_cond_t wake;
     bool closing; /* protected by lock */
+    pthread_t watchdog;
+    bool watchdog_started; /* set by shutdown_begin, read by close: sw_shutdown's thread */
     pthread_t management;
     bool management_started; /* set by create, read by close: no concurrency */
 
@@ -141,8 +145,29 @@ static struct timespec deadline_after(uint32_t seconds)
     return ts;
 }
 
+/* The drain's watchdog, started by shutdown_begin: gives the drain SW_KAFKA_FLUSH_TIMEOUT_MS,
+   then makes the producer refuse new records (a kp_send blocked on a dead broker returns at
+   once and its records count as failed). Ends when close() sets `closing`. Its own thread:
+   the management thread may itself be blocked in kp_send. */
+static void *drain_watchdog(void *arg)
+{
+    kafka_reporter_t *r = arg;
+    struct timespec deadline;
+    clock_gettime(CLOCK_MONOTONIC, &deadline);
+    deadline.tv_sec += SW_KAFKA_FLUSH_TIMEOUT_MS / 1000;
+    pthread_mutex_lock(&r->lock);
+    int rc = 0;
+    while (!r->closing && rc != ETIMEDOUT)
+        rc = pthread_cond_timedwait(&r->wake, &r->lock, &deadline);
+    pthread_mutex_unlock(&r->lock);
+    if (rc == ETIMEDOUT)
+        kp_stop_accepting(r->producer);
+    return NULL;
+}
+
 /* The management thread: properties and a ping at start, then a ping every heartbeat period
-   (properties again with every 10th), until close() sets `closing`. */
+   (properties again with every 10th), until close() sets `closing`; during sw_shutdown's drain
+   it is the drain's watchdog (drain_watchdog). */
 static void *management_run(void *arg)
 {
     kafka_reporter_t *r = arg;
@@ -177,17 +202,30 @@ static void reporter_free(kafka_reporter_t *r)
     free(r);
 }
 
+static void kafka_shutdown_begin(sw__reporter_t *self)
+{
+    kafka_reporter_t *r = (kafka_reporter_t *)self;
+    r->watchdog_started = pthread_create(&r->watchdog, NULL, drain_watchdog, r) == 0;
+    if (!r->watchdog_started)
+        kp_stop_accepting(r->producer); /* no watchdog: fail fast rather than stall */
+}
+
 static void kafka_close(sw__reporter_t *self)
 {
     kafka_reporter_t *r = (kafka_reporter_t *)self;
     if (r->management_started) {
         pthread_mutex_lock(&r->lock);
         r->closing = true;
-        pthread_cond_signal(&r->wake);
+        pthread_cond_broadcast(&r->wake); /* the management thread and the watchdog */
         pthread_mutex_unlock(&r->lock);
-        /* The thread may be inside kp_send (up to max.block.ms); kp_close must not overlap. */
+        /* The thread may be blocked in kp_send (up to max.block.ms when the broker is down):
+           kp_stop_accepting makes that send return at once, and the producer stays valid
+           until kp_close below, which must not start before the thread has left. */
+        kp_stop_accepting(r->producer);
         pthread_join(r->management, NULL);
     }
+    if (r->watchdog_started)
+        pthread_join(r->watchdog, NULL);
     /* After a flush that timed out the brokers are not answering: fail what is left now.
        Either way every accepted record has had its callback when kp_close returns. */
     (void)kp_close(r->producer, r->flush_timed_out ? 0 : SW_KAFKA_FLUSH_TIMEOUT_MS);
@@ -335,6 +373,7 @@ int sw__kafka_reporter_create(const sw_config_t *cfg, sw__report_counters_t *cou
     r->base.report = kafka_report;
     r->base.flush = kafka_flush;
     r->base.close = kafka_close;
+    r->base.shutdown_begin = kafka_shutdown_begin;
     *out = &r->base;
     return 0;
 }

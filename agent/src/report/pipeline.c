@@ -163,6 +163,8 @@ void sw__pipeline_drain(sw__pipeline_t *p)
 {
     if (p->reporter == NULL)
         return;
+    if (p->reporter->shutdown_begin != NULL)
+        p->reporter->shutdown_begin(p->reporter);
     (void)dc_carrier_shutdown(p->carrier); /* drains through pipeline_consume, then on_exit */
     dc_stats_t st;
     dc_carrier_stats(p->carrier, &st);

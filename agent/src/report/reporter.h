@@ -43,6 +43,11 @@ struct sw__reporter {
     int (*flush)(sw__reporter_t *self);
     /* Flushes, accounts for every record, releases everything including self. */
     void (*close)(sw__reporter_t *self);
+    /* Optional (NULL when not needed): called once by sw_shutdown on its own thread before the
+       queue is drained, while the consumer may be inside report(). A reporter whose report()
+       can block for long (Kafka: kp_send waits up to max.block.ms with the broker down) uses it
+       to bound the drain, failing what it cannot send in time (counted as failed). */
+    void (*shutdown_begin)(sw__reporter_t *self);
 };
 
 /*

@@ -275,18 +275,26 @@ int kp_flush(kp_producer_t *p, int timeout_ms)
     return rc;
 }
 
-int kp_close(kp_producer_t *p, int timeout_ms)
+void kp_stop_accepting(kp_producer_t *p)
 {
     if (!p)
-        return KP_EINVAL;
+        return;
     /* seq_cst: pairs with the seq_cst loads in kp_send (see in_send); also a release for the
      * acquire loads in the sender loop. */
     atomic_store_explicit(&p->state, KP__CLOSING, memory_order_seq_cst);
     kp__accumulator_close(&p->acc);
     /* Wake every kp_send blocked on metadata or buffer memory: it returns KP_ECLOSED. The
-     * sender keeps using both (metadata updates, deallocation) until it stops. */
+     * sender keeps using both (metadata updates, deallocation) until it stops. Each of these
+     * steps only sets a flag and wakes waiters, so a second call changes nothing. */
     kp_buffer_pool_close(p->pool);
     kp__metadata_close(&p->md);
+}
+
+int kp_close(kp_producer_t *p, int timeout_ms)
+{
+    if (!p)
+        return KP_EINVAL;
+    kp_stop_accepting(p);
     wait_senders_gone(p);
     kp__producer_wake(p);
     int rc = wait_pending(p, timeout_ms);

@@ -12,7 +12,7 @@
 #include "dc_consumer.h"
 #include "dc_ring.h"
 
-/* The largest ring: positions and sequence numbers are 63-bit, so any power of two up to this
+/* The largest ring: positions are 63-bit, so any power of two up to this
    is safe; the cap keeps a typo from asking for terabytes. */
 #define DC_BUFFER_SIZE_MAX (UINT32_C(1) << 30)
 
@@ -27,8 +27,8 @@ static void error_set(char *errbuf, size_t errlen, const char *fmt, ...)
     va_end(ap);
 }
 
-/* Rounds up to a power of two, at least 2: in a one-slot ring "published for position p"
-   (seq == p + 1) would be indistinguishable from "free for position p + 1". */
+/* Rounds up to a power of two, at least 2. The slot protocol (dc_ring.h) would allow one slot;
+   two is kept as the documented minimum (buffer_size 1 yields 2 slots, which tests check). */
 static uint64_t round_up_pow2(uint32_t v)
 {
     uint64_t p = 2;

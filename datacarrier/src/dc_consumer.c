@@ -6,18 +6,31 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "dc_carrier.h"
 
-/* An empty pass is followed by a short spin (SPIN_PAUSES pause instructions, about a
-   microsecond), up to SPIN_PASSES times, then by up to YIELD_PASSES yields, and only then does
-   the consumer sleep. The spin catches a producer that is just behind the consumer without a
-   futex round trip; it is kept short because an agent's consumer must not burn the
-   application's CPU while traffic is sparse (each sparse item costs at most ~10 us of spin). */
-enum { SPIN_PAUSES = 32, SPIN_PASSES = 8, YIELD_PASSES = 2 };
+/*
+ * Idle policy. After a pass that found items, up to SPIN_PASSES further passes follow at once
+ * (no PAUSE: in a virtual machine a PAUSE loop can exit to the host; a pass over empty rings is
+ * a few loads of lines already in our cache, well under a microsecond for all of them): this
+ * catches a producer that stores continuously without any sleep. If they stay empty, the
+ * consumer naps for NAP_MS (consumer_nap), during which producers wake it only if a ring gets
+ * half full; if the pass after the nap is still empty it goes idle (consumer_idle), where the
+ * first store wakes it. There is no sched_yield phase and no long spin because an agent's
+ * consumer shares the machine with the application: on two cores a consumer that spins or
+ * yields while traffic is sparse takes CPU time from the application's threads.
+ *
+ * Why the nap: under steady moderate traffic (a server's requests, each storing one segment)
+ * waking the consumer for every item costs the application thread a futex_wake system call and
+ * the machine a context switch per item, and the consumer then handles batches of one. Napping
+ * lets items gather for at most NAP_MS (prompt enough for tracing data), so each wake handles a
+ * batch; under a burst the half-full rule wakes it at once; after a quiet nap the next item
+ * wakes it immediately. A BLOCKING carrier never naps: there a producer that found its ring
+ * full is waiting for this consumer, and a nap would add a futex round trip to every refill.
+ */
+enum { SPIN_PASSES = 32, NAP_MS = 1 };
 
 void dc__consumer_wake(dc__consumer_t *consumer)
 {
@@ -29,6 +42,22 @@ void dc__consumer_wake(dc__consumer_t *consumer)
         atomic_fetch_add_explicit(&consumer->wake_word, 1, memory_order_release);
         dc__futex_wake(&consumer->wake_word, 1);
     }
+}
+
+/*
+ * Naps for NAP_MS unless a producer wakes it (a ring half full) or shutdown does. No ordering
+ * argument is needed: the nap is bounded, and the pass after it sees whatever was stored.
+ */
+static void consumer_nap(dc__consumer_t *self)
+{
+    /* acquire: pairs with the release increment in dc__consumer_wake (and dc__consumers_join):
+       a bump after this load makes the futex_wait below return at once. */
+    uint32_t word = atomic_load_explicit(&self->wake_word, memory_order_acquire);
+    /* relaxed: producers use the value only to decide whether to wake us early. */
+    atomic_store_explicit(&self->sleeping, DC__NAPPING, memory_order_relaxed);
+    dc__futex_wait(&self->wake_word, word, NAP_MS);
+    /* relaxed: as in consumer_idle. */
+    atomic_store_explicit(&self->sleeping, DC__AWAKE, memory_order_relaxed);
 }
 
 /*
@@ -47,7 +76,7 @@ static void consumer_idle(dc__consumer_t *self)
     struct dc_carrier *c = self->carrier;
     /* acquire: pairs with the release increment in dc__consumer_wake (W). */
     uint32_t word = atomic_load_explicit(&self->wake_word, memory_order_acquire);
-    atomic_store_explicit(&self->sleeping, 1, memory_order_seq_cst); /* B1 */
+    atomic_store_explicit(&self->sleeping, DC__SLEEPING, memory_order_seq_cst); /* B1 */
     bool work = atomic_load_explicit(&c->stopping, memory_order_seq_cst) != DC__RUN;
     for (uint32_t k = self->index; !work && k < c->channel_count; k += c->n_consumers) {
         work = dc__ring_has_claims(&c->rings[k]); /* B2 */
@@ -57,7 +86,7 @@ static void consumer_idle(dc__consumer_t *self)
     }
     /* relaxed: only this thread and the electing exchange use the flag; the next B1 is
        seq_cst again. */
-    atomic_store_explicit(&self->sleeping, 0, memory_order_relaxed);
+    atomic_store_explicit(&self->sleeping, DC__AWAKE, memory_order_relaxed);
 }
 
 /* One pass over the owned rings; final = drain everything claimed before the close. */
@@ -94,7 +123,8 @@ static void *consumer_main(void *arg)
     snprintf(tname, sizeof tname, "%.10s-c%u", c->name, self->index);
     pthread_setname_np(pthread_self(), tname);
 
-    unsigned empty = 0;
+    unsigned spins = SPIN_PASSES; /* empty passes since the last items; spin only after items */
+    bool napped = false;          /* since the last items: the next idle step is consumer_idle */
     for (;;) {
         /* acquire: pairs with the seq_cst store in dc_carrier_shutdown, made after every ring
            was closed; so a final pass sees the final tails. */
@@ -107,16 +137,15 @@ static void *consumer_main(void *arg)
             break;
         }
         if (n != 0) {
-            empty = 0;
-        } else if (++empty <= SPIN_PASSES) {
-            for (int i = 0; i < SPIN_PAUSES; i++) {
-                dc__cpu_relax();
-            }
-        } else if (empty <= SPIN_PASSES + YIELD_PASSES) {
-            sched_yield();
+            spins = 0;
+            napped = false;
+        } else if (spins < SPIN_PASSES) {
+            spins++;
+        } else if (!napped && c->strategy == DC_STRATEGY_IF_POSSIBLE) {
+            consumer_nap(self);
+            napped = true;
         } else {
-            consumer_idle(self);
-            empty = 0;
+            consumer_idle(self); /* a wake brings items (and resets both); a timeout idles again */
         }
     }
     return NULL;

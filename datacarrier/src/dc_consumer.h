@@ -15,10 +15,18 @@
 #include "dc_sync.h"
 #include "datacarrier.h"
 
+/* Values of dc__consumer.sleeping. */
+enum {
+    DC__AWAKE = 0,    /* draining or about to: producers do nothing */
+    DC__SLEEPING = 1, /* in the idle protocol (consumer_idle): any store wakes it */
+    DC__NAPPING = 2,  /* a short timed nap (consumer_nap): a store that finds its ring at least
+                         half full wakes it, other stores wait for the nap's end */
+};
+
 typedef struct dc__consumer {
     /* Idle line, read by every producer after each store (dc__consumer_notify); written by this
-       consumer only when it goes idle, and by the one producer that wakes it. */
-    alignas(DC__CACHE_LINE) _Atomic uint32_t sleeping; /* 1 while in the idle protocol */
+       consumer only when it naps or goes idle, and by the one producer that wakes it. */
+    alignas(DC__CACHE_LINE) _Atomic uint32_t sleeping; /* DC__AWAKE, DC__SLEEPING, DC__NAPPING */
     _Atomic uint32_t wake_word;                        /* futex word; bumped to wake */
 
     /* Items handed to consume_fn; written only by this consumer (release), read by stats. */
@@ -37,8 +45,10 @@ typedef struct dc__consumer {
 void dc__consumer_wake(dc__consumer_t *consumer);
 
 /*
- * Called by a producer after it stored into `ring`: wakes the owning consumer when it sleeps.
- * In steady state this is two loads and no store, so producers pay no syscall per item.
+ * Called by a producer after it stored into `ring`: wakes the owning consumer when it sleeps,
+ * or when it naps and the ring is at least half full. In steady state (consumer awake, or
+ * napping under light traffic) this is a few loads and no store, so producers pay no syscall
+ * per item.
  */
 static inline void dc__consumer_notify(dc__ring_t *ring)
 {
@@ -46,9 +56,15 @@ static inline void dc__consumer_notify(dc__ring_t *ring)
        will look at the ring anyway). */
     dc__consumer_t *owner = atomic_load_explicit(&ring->owner, memory_order_seq_cst);
     /* seq_cst: the load half of the producer side of the Dekker pair (partner: the consumer's
-       seq_cst store of sleeping = 1 then seq_cst load of tail in consumer_idle (dc_consumer.c); our
-       half is the seq_cst claim CAS in dc__ring_push, then this load). */
-    if (owner != NULL && atomic_load_explicit(&owner->sleeping, memory_order_seq_cst) != 0) {
+       seq_cst store of sleeping = DC__SLEEPING then seq_cst load of tail in consumer_idle
+       (dc_consumer.c); our half is the seq_cst claim CAS in dc__ring_push, then this load). Any
+       value other than DC__SLEEPING read here precedes that store in the total order, so the
+       consumer's tail load then sees our claim. DC__NAPPING needs no argument: a nap ends by
+       itself after NAP_MS and is followed by a pass. */
+    uint32_t state =
+        owner != NULL ? atomic_load_explicit(&owner->sleeping, memory_order_seq_cst) : DC__AWAKE;
+    if (state == DC__SLEEPING ||
+        (state == DC__NAPPING && dc__ring_fill(ring) >= (ring->mask + 1) / 2)) {
         dc__consumer_wake(owner);
     }
 }

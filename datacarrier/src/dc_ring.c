@@ -15,10 +15,10 @@ enum { PUSH_SPINS = 64, PUSH_YIELDS = 4 };
 void dc__ring_init(dc__ring_t *ring, dc__slot_t *slots, uint64_t capacity, bool blocking)
 {
     for (uint64_t i = 0; i < capacity; i++) {
-        atomic_init(&slots[i].seq, i);
-        slots[i].item = NULL;
+        atomic_init(&slots[i].item, NULL);
     }
     atomic_init(&ring->tail, 0);
+    atomic_init(&ring->head_cache, 0);
     ring->slots = slots;
     ring->mask = capacity - 1;
     ring->blocking = blocking;
@@ -27,26 +27,28 @@ void dc__ring_init(dc__ring_t *ring, dc__slot_t *slots, uint64_t capacity, bool 
     atomic_init(&ring->space_gen, 0);
     atomic_init(&ring->dropped, 0);
     atomic_init(&ring->rejected, 0);
-    ring->head = 0;
+    atomic_init(&ring->head, 0);
 }
 
 /*
  * Why a sleeping BLOCKING producer is always woken (no lost wake-up):
  *
  *   producer (here)                          consumer (notify_space)
- *   A1 space_waiters += 1        seq_cst     C0 slot seq = p + cap        release (per slot)
+ *   A1 space_waiters += 1        seq_cst     C0 head = head + n           release
  *   A2 g = space_gen             seq_cst     C1 space_gen += 1            seq_cst
- *   A3 retry push (acquire slot seq)         C2 w = space_waiters         seq_cst
+ *   A3 retry push (acquire head)             C2 w = space_waiters         seq_cst
  *   A4 futex_wait(space_gen, g) if FULL      C3 futex_wake if w > 0
  *
  * All of A1, A2, C1, C2 are seq_cst, so they sit in one total order S consistent with program
  * order. If C2 does not see A1, then C2 precedes A1 in S, hence C1 precedes A2: A2 reads C1's
- * value (or a later one) and, being an acquire of C1's release RMW, makes C0 visible to A3, so
- * the retry sees the freed slot (or another producer took it, and we wait for the next drain,
- * whose C2 will see our A1). If C2 does see A1, the consumer wakes after C1; if we reach A4 after
- * C1 the kernel sees space_gen != g and returns at once, otherwise we are asleep and woken.
- * dc__ring_close does C1 (after setting CLOSED in tail, so A3 sees CLOSED) and always wakes.
- * The only theoretical miss is space_gen wrapping exactly 2^32 times between A2 and A4.
+ * value (or a later one) and, being an acquire of C1's release RMW, makes C0 visible to A3: A3
+ * finds the room through head_cache or, when the cache still looks full, reloads head and sees
+ * C0's value or a later one, so the retry sees the freed slot (or another producer took it, and we
+ * wait for the next drain, whose C2 will see our A1). If C2 does see A1, the consumer wakes after
+ * C1; if we reach A4 after C1 the kernel sees space_gen != g and returns at once, otherwise we are
+ * asleep and woken. dc__ring_close does C1 (after setting CLOSED in tail, so A3 sees CLOSED) and
+ * always wakes. The only theoretical miss is space_gen wrapping exactly 2^32 times between A2 and
+ * A4.
  */
 dc__push_result_t dc__ring_push_wait(dc__ring_t *ring, void *item)
 {
@@ -87,36 +89,35 @@ static void notify_space(dc__ring_t *ring)
 }
 
 /*
- * Takes the run of published slots first, then frees it last-to-first. Producers claim strictly
- * in position order (the CAS on tail), so none can claim any slot of the run before its FIRST
- * slot is freed, which is our last store: by then we are done with those cache lines. Freeing
- * first-to-last instead lets producers refill slot h while we still read h+1 on the same line,
- * and under overload every item then costs a cross-core miss each way.
+ * Takes the run of published slots, clearing each, then frees all of it with ONE release store
+ * of head (C0). A producer writes a slot's next lap only after it saw the new head, so under
+ * any load each slot line moves between the cores about once per lap in each direction, and
+ * carries eight items each time.
  */
 size_t dc__ring_drain(dc__ring_t *ring, void **out, size_t room)
 {
-    uint64_t head = ring->head;
-    uint64_t lap = ring->mask + 1;
+    /* relaxed: this thread is the only writer of head. */
+    uint64_t head = atomic_load_explicit(&ring->head, memory_order_relaxed);
     size_t n = 0;
     while (n < room) {
-        dc__slot_t *slot = &ring->slots[(head + n) & ring->mask];
-        /* acquire: pairs with the producer's release store of seq = p + 1 in dc__ring_push;
-           makes its item write visible. */
-        if (atomic_load_explicit(&slot->seq, memory_order_acquire) != head + n + 1) {
+        _Atomic(void *) *slot = &ring->slots[(head + n) & ring->mask].item;
+        /* acquire: pairs with the producer's release store of the item in dc__ring_push. */
+        void *item = atomic_load_explicit(slot, memory_order_acquire);
+        if (item == NULL) {
             break;
         }
-        out[n] = slot->item;
-        n++;
+        /* relaxed: ordered before the next lap's store by the release store of head below. */
+        atomic_store_explicit(slot, NULL, memory_order_relaxed);
+        out[n++] = item;
     }
-    for (size_t i = n; i-- > 0;) {
-        /* release: pairs with the producer's acquire load of seq in dc__ring_push (next lap);
-           our read of item above happens before its overwrite. These stores are C0. */
-        atomic_store_explicit(&ring->slots[(head + i) & ring->mask].seq, head + i + lap,
-                              memory_order_release);
-    }
-    ring->head = head + n;
-    if (n != 0 && ring->blocking) {
-        notify_space(ring);
+    if (n != 0) {
+        /* release: pairs with the producers' acquire load of head in dc__ring_head_refresh; our
+           reads and clears of the slots above happen before their next-lap stores. This is
+           C0. */
+        atomic_store_explicit(&ring->head, head + n, memory_order_release);
+        if (ring->blocking) {
+            notify_space(ring);
+        }
     }
     return n;
 }
@@ -127,7 +128,8 @@ size_t dc__ring_drain_final(dc__ring_t *ring, void **out, size_t room)
        on this word; coherence then gives us the closed value, and tail never changes again. */
     uint64_t final = atomic_load_explicit(&ring->tail, memory_order_relaxed) & ~DC__RING_CLOSED;
     size_t n = 0;
-    while (ring->head != final && n < room) {
+    /* relaxed: head is written only by this thread. */
+    while (atomic_load_explicit(&ring->head, memory_order_relaxed) != final && n < room) {
         size_t got = dc__ring_drain(ring, out + n, room - n);
         n += got;
         if (got == 0) {

@@ -1,6 +1,6 @@
 /*
- * dc_ring.h - one bounded ring of pointer slots: many producers, ONE consumer (Vyukov's
- * bounded queue with a per-slot sequence number, restricted to a single consumer).
+ * dc_ring.h - one bounded ring of pointer slots: many producers, ONE consumer (a bounded queue
+ * after Vyukov's and ck_ring's, restricted to a single consumer).
  *
  *   operation             may run concurrently with
  *   --------------------  -------------------------------------------------------------
@@ -9,14 +9,27 @@
  *   dc__ring_drain*       pushes and dc__ring_close; only ever the ONE owning consumer thread
  *   dc__ring_close        pushes and the consumer; once
  *
- * Slot protocol. Slot i starts with seq == i. For the position p that maps to it:
- *   seq == p        the slot is free for the producer that claims position p;
- *   seq == p + 1    the item for position p is published; the consumer may take it;
- *   seq == p + cap  the consumer has taken it; free for position p + cap (the next lap).
- * A producer claims p by CAS on `tail` only after it saw seq == p, writes the item, then
- * publishes seq = p + 1 (release). So two producers never write one slot (the CAS gives p to
- * one of them) and no write is torn or lost: the Java Buffer's check-then-write race on a plain
- * array cannot happen here.
+ * Slot protocol. Positions p = 0, 1, 2, ... map to slot p & mask; a slot is one pointer, NULL
+ * while empty (items are never NULL: dc_produce refuses them). Two things govern a slot:
+ *   head            (consumer's line) the next position the consumer will take; every slot
+ *                   of a position below head has been read and cleared by the consumer.
+ *   slot != NULL    the item for the slot's current position is published.
+ * A producer may claim p only when p - head < capacity (position p - cap, the slot's previous
+ * lap, was taken and cleared); it claims p by CAS on `tail`, then stores the item (release).
+ * Two producers never write one slot (the CAS gives p to one of them) and no write is torn or
+ * lost: the Java Buffer's check-then-write race on a plain array cannot happen here. The
+ * consumer takes a run of non-NULL slots, clears each (a relaxed store), then publishes its new
+ * head with ONE release store. The clear happens before the next lap's store (through head's
+ * release/acquire), so that store comes later in the slot's modification order, and the
+ * consumer, which reads its own clear or something later, never mistakes the old item for a
+ * new one. Slots are 8 bytes: a 64-byte line carries 8 items between the cores.
+ *
+ * Why not a free test on the slot (Vyukov's seq == p, or slot == NULL): a producer probing a
+ * full ring would read a slot line the consumer is reading and writing at that moment, and every
+ * probe would pull the line away from the consumer, which is exactly when the consumer must run
+ * fastest. Instead producers keep `head_cache` on their own line (ck_ring's cached consumer
+ * position): a ring looks full from that line alone, and only then does a producer read `head`
+ * (a line the consumer writes once per drain) and refresh the cache.
  *
  * Closing. dc__ring_close sets DC__RING_CLOSED in `tail` with one atomic RMW. A producer's
  * claim CAS is on the same word, so in its modification order every claim is either before the
@@ -39,9 +52,7 @@
 struct dc__consumer;
 
 typedef struct dc__slot {
-    _Atomic uint64_t seq; /* see the slot protocol above */
-    void *item;           /* plain: ordered by seq (written before seq's release store by the
-                             producer, read after seq's acquire load by the consumer) */
+    _Atomic(void *) item; /* NULL = empty; see the slot protocol above */
 } dc__slot_t;
 
 typedef enum dc__push_result {
@@ -54,6 +65,11 @@ typedef struct dc__ring {
     /* Producers' line: the next position to claim, | DC__RING_CLOSED once closed. Written by
        producers (claim CAS) and dc__ring_close; read by the consumer to see the final tail. */
     alignas(DC__CACHE_LINE) _Atomic uint64_t tail;
+    /* A value `head` had at some point (head only grows, so this never overstates the room).
+       Written by producers only when the ring looks full, with release after their acquire load
+       of head; read with acquire (partner: that release store), so a producer that passes the
+       room test through the cache also happens after the consumer's reads it relies on. */
+    _Atomic uint64_t head_cache;
 
     /* Read-mostly line, set up before the ring is shared; `owner` is written once by
        dc_consume (seq_cst, see dc__consumer_attach) and read by every producer. */
@@ -72,13 +88,30 @@ typedef struct dc__ring {
     alignas(DC__CACHE_LINE) _Atomic uint64_t dropped;
     _Atomic uint64_t rejected;
 
-    /* Consumer-private line: the next position to take. Only the owning consumer thread reads
-       or writes it (and dc_carrier_stats never does), so it needs no atomic. */
-    alignas(DC__CACHE_LINE) uint64_t head;
+    /* Consumer's line: the next position to take. Written only by the owning consumer, once per
+       drain (release, partner: the producers' acquire load in dc__ring_push); read by the
+       consumer (relaxed: its own writes) and by producers that find the ring looking full. */
+    alignas(DC__CACHE_LINE) _Atomic uint64_t head;
 } dc__ring_t;
 
 /* Initialises `ring` over `slots` (capacity entries, a power of two). Not thread-safe. */
 void dc__ring_init(dc__ring_t *ring, dc__slot_t *slots, uint64_t capacity, bool blocking);
+
+/* The slow half of the room test: reads head and, when it moved past `cached` (the value this
+   producer holds), refreshes head_cache. Returns the fresh head. A full ring is the common case
+   here under overload, and then nothing is stored: the probe writes no shared line. */
+static inline uint64_t dc__ring_head_refresh(dc__ring_t *ring, uint64_t cached)
+{
+    /* acquire: pairs with the consumer's release store of head in dc__ring_drain: its reads of
+       the items below head happen before our overwrite of their slots. */
+    uint64_t head = atomic_load_explicit(&ring->head, memory_order_acquire);
+    if (head != cached) {
+        /* release: pairs with the acquire load of head_cache in dc__ring_push (other
+           producers), passing on the ordering we just acquired. */
+        atomic_store_explicit(&ring->head_cache, head, memory_order_release);
+    }
+    return head;
+}
 
 /*
  * Claims a slot and stores item. Never blocks; lock-free (a failed CAS means another producer
@@ -86,35 +119,33 @@ void dc__ring_init(dc__ring_t *ring, dc__slot_t *slots, uint64_t capacity, bool 
  */
 static inline dc__push_result_t dc__ring_push(dc__ring_t *ring, void *item)
 {
+    int64_t cap = (int64_t)(ring->mask + 1);
     /* relaxed: only a hint; the CAS below re-validates it against the word itself. */
     uint64_t pos = atomic_load_explicit(&ring->tail, memory_order_relaxed);
+    /* acquire: pairs with the release store in dc__ring_head_refresh (see head_cache). */
+    uint64_t head = atomic_load_explicit(&ring->head_cache, memory_order_acquire);
     for (;;) {
         if (pos & DC__RING_CLOSED) {
             return DC__PUSH_CLOSED;
         }
-        dc__slot_t *slot = &ring->slots[pos & ring->mask];
-        /* acquire: pairs with the consumer's release store of seq = p + cap in dc__ring_drain,
-           so the consumer's read of the old item happens before our write below. */
-        uint64_t seq = atomic_load_explicit(&slot->seq, memory_order_acquire);
-        int64_t diff = (int64_t)(seq - pos);
-        if (diff == 0) {
-            /* seq_cst on success: this claim is the producer half of the "consumer sleeping"
-               Dekker pair (partner: the consumer's seq_cst store of `sleeping` followed by its
-               seq_cst load of `tail` in consumer_idle (dc_consumer.c)). On x86 a locked CAS costs
-               the same in every order. relaxed on failure: we only retry with the fresh value. */
-            if (atomic_compare_exchange_weak_explicit(&ring->tail, &pos, pos + 1,
-                                                      memory_order_seq_cst, memory_order_relaxed)) {
-                slot->item = item;
-                /* release: pairs with the consumer's acquire load of seq in dc__ring_drain;
-                   publishes the item write above. */
-                atomic_store_explicit(&slot->seq, pos + 1, memory_order_release);
-                return DC__PUSH_OK;
+        /* Signed: a stale pos may lie below a fresh head; it passes, and the CAS then fails. */
+        if ((int64_t)(pos - head) >= cap) {
+            head = dc__ring_head_refresh(ring, head);
+            if ((int64_t)(pos - head) >= cap) {
+                return DC__PUSH_FULL; /* position pos - cap is not taken yet */
             }
-        } else if (diff < 0) {
-            return DC__PUSH_FULL; /* the slot still holds the previous lap's item */
-        } else {
-            /* Another producer claimed pos already; relaxed reload as above. */
-            pos = atomic_load_explicit(&ring->tail, memory_order_relaxed);
+        }
+        /* seq_cst on success: this claim is the producer half of the "consumer sleeping"
+           Dekker pair (partner: the consumer's seq_cst store of `sleeping` followed by its
+           seq_cst load of `tail` in consumer_idle (dc_consumer.c)). On x86 a locked CAS costs
+           the same in every order. relaxed on failure: we only retry with the fresh value,
+           and the room test is redone for it. */
+        if (atomic_compare_exchange_weak_explicit(&ring->tail, &pos, pos + 1, memory_order_seq_cst,
+                                                  memory_order_relaxed)) {
+            /* release: pairs with the consumer's acquire load of the slot in dc__ring_drain;
+               publishes whatever the caller wrote into the item before dc_produce. */
+            atomic_store_explicit(&ring->slots[pos & ring->mask].item, item, memory_order_release);
+            return DC__PUSH_OK;
         }
     }
 }
@@ -143,7 +174,19 @@ size_t dc__ring_drain_final(dc__ring_t *ring, void **out, size_t room);
 static inline bool dc__ring_has_claims(dc__ring_t *ring)
 {
     uint64_t tail = atomic_load_explicit(&ring->tail, memory_order_seq_cst);
-    return (tail & ~DC__RING_CLOSED) != ring->head;
+    /* relaxed: head is written only by this thread. */
+    return (tail & ~DC__RING_CLOSED) != atomic_load_explicit(&ring->head, memory_order_relaxed);
+}
+
+/* Items claimed in `ring` and not yet taken, as seen now (a stale head only overestimates; a
+   head newer than the tail read first wraps to a huge value: also an overestimate). Only a
+   heuristic for waking a napping consumer, so both loads are relaxed; head_cache would not do,
+   since producers refresh it only when the ring looks full. The consumer does not write head
+   while it naps, so the line stays shared and the load is cheap. Any thread. */
+static inline uint64_t dc__ring_fill(dc__ring_t *ring)
+{
+    uint64_t tail = atomic_load_explicit(&ring->tail, memory_order_relaxed) & ~DC__RING_CLOSED;
+    return tail - atomic_load_explicit(&ring->head, memory_order_relaxed);
 }
 
 /* Closes the ring to producers and wakes its BLOCKING waiters. Returns the final tail. */

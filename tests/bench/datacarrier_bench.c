@@ -2,14 +2,17 @@
  * datacarrier_bench.c - DataCarrier throughput against a bounded queue built on one pthread
  * mutex and two condition variables with the same capacity, measured in the same run.
  *
- *   datacarrier_bench [--smoke] [--seconds S]
+ *   datacarrier_bench [--smoke] [--seconds S] [--rounds R]
  *
  * Scenarios: 1P1C, 2P1C, 4P2C (producers x consumer threads), each for IF_POSSIBLE, BLOCKING
  * and the mutex queue. Producers store as fast as they can for S seconds (1 by default, 0.1
  * with --smoke); throughput is items CONSUMED per second over the time from start until
  * shutdown has drained everything, so IF_POSSIBLE gets no credit for dropped items (drops are
- * reported separately). produce_ns is the cost of one dc_produce on an uncontended carrier
- * with room (one producer, no consumer running), averaged over many rounds.
+ * reported separately). Each shape runs R rounds (3 by default, 1 with --smoke) with the three
+ * kinds interleaved (ifp, blk, mutex, ifp, ...), so a burst of load from elsewhere hits all
+ * kinds alike; every figure is the median over the rounds. produce_ns is the cost of one dc_produce
+ * on an uncontended carrier with room (one producer, no consumer running), averaged over many
+ * rounds.
  *
  * Last line: name=value pairs (ratio_* = IF_POSSIBLE / mutex, blocking_ratio_* = BLOCKING /
  * mutex, raw items/s, drops, produce_ns, cpus_used).
@@ -33,7 +36,7 @@
 
 #include "datacarrier.h"
 
-enum { CHANNELS = 4, BUFFER = 1024, CAPACITY = CHANNELS * BUFFER, MAX_THREADS = 8 };
+enum { CHANNELS = 4, BUFFER = 1024, CAPACITY = CHANNELS * BUFFER, MAX_THREADS = 8, MAX_ROUNDS = 9 };
 
 static double clock_s(clockid_t id)
 {
@@ -183,6 +186,29 @@ static void *mq_consumer_main(void *arg)
     return NULL;
 }
 
+static int double_cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The median of each field over n rounds (n <= MAX_ROUNDS). */
+static result_t result_median(const result_t *r, int n)
+{
+    double ips[MAX_ROUNDS], cpus[MAX_ROUNDS], drops[MAX_ROUNDS];
+    for (int i = 0; i < n; i++) {
+        ips[i] = r[i].items_per_s;
+        cpus[i] = r[i].cpus;
+        drops[i] = (double)r[i].dropped;
+    }
+    qsort(ips, (size_t)n, sizeof(double), double_cmp);
+    qsort(cpus, (size_t)n, sizeof(double), double_cmp);
+    qsort(drops, (size_t)n, sizeof(double), double_cmp);
+    result_t m = {
+        .items_per_s = ips[n / 2], .cpus = cpus[n / 2], .dropped = (uint64_t)drops[n / 2]};
+    return m;
+}
+
 static result_t scenario_run(kind_t kind, int producers, int consumers, double seconds)
 {
     scenario_t s = {.kind = kind};
@@ -269,17 +295,26 @@ static double produce_cost_ns(int rounds)
 int main(int argc, char **argv)
 {
     double seconds = 1.0;
-    int rounds = 200;
+    int rounds = 200; /* of the produce cost measurement */
+    int runs = 3;     /* interleaved rounds per shape and kind */
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--smoke") == 0) {
             seconds = 0.1;
             rounds = 10;
+            runs = 1;
         } else if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc) {
             seconds = atof(argv[++i]);
+        } else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) {
+            runs = atoi(argv[++i]);
         } else {
-            fprintf(stderr, "usage: %s [--smoke] [--seconds S]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--smoke] [--seconds S] [--rounds R]\n", argv[0]);
             return 2;
         }
+    }
+    if (seconds <= 0 || runs < 1 || runs > MAX_ROUNDS) {
+        fprintf(stderr, "%s: --seconds must be > 0 and --rounds within 1..%d\n", argv[0],
+                MAX_ROUNDS);
+        return 2;
     }
     static const struct {
         const char *name;
@@ -288,12 +323,19 @@ int main(int argc, char **argv)
     static const char *kinds[] = {"if_possible", "blocking", "mutex"};
     result_t res[3][3];
     for (int sh = 0; sh < 3; sh++) {
+        result_t all[3][MAX_ROUNDS];
+        for (int r = 0; r < runs; r++) {
+            for (int k = 0; k < 3; k++) {
+                result_t *x = &all[k][r];
+                *x = scenario_run((kind_t)k, shapes[sh].p, shapes[sh].c, seconds);
+                printf("%-5s %-12s round %d %12.0f items/s consumed, %12" PRIu64
+                       " dropped, %.2f CPUs used\n",
+                       shapes[sh].name, kinds[k], r, x->items_per_s, x->dropped, x->cpus);
+                fflush(stdout);
+            }
+        }
         for (int k = 0; k < 3; k++) {
-            res[sh][k] = scenario_run((kind_t)k, shapes[sh].p, shapes[sh].c, seconds);
-            printf("%-5s %-12s %12.0f items/s consumed, %12" PRIu64 " dropped, %.2f CPUs used\n",
-                   shapes[sh].name, kinds[k], res[sh][k].items_per_s, res[sh][k].dropped,
-                   res[sh][k].cpus);
-            fflush(stdout);
+            res[sh][k] = result_median(all[k], runs);
         }
     }
     double produce_ns = produce_cost_ns(rounds);

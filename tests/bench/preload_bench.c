@@ -3,12 +3,21 @@
  *
  *   1. Requests per second of the libmicrohttpd test server (pl_server, GET /leaf) under a
  *      loopback load from wrk, without and with libskywalking-preload.so (100% sampling, file
- *      reporter), alternating rounds in the same run; overhead_pct = 100 * (off - on) / off.
+ *      reporter), in the same run: each round starts a fresh server, warms it up for a second
+ *      (agent start, first segment blocks, TCP), then measures; rounds alternate the order
+ *      (off, on), (on, off), ... so a drift in the machine's load hits both sides alike. The
+ *      figures are medians over the rounds (3, 5 s each; --smoke: 1 round of 1 s);
+ *      overhead_pct is the median of the rounds' 100 * (off - on) / off. wrk, the server and the
+ * agent's consumer thread share the machine's cores: the overhead includes the consumer's CPU time.
  *   2. The cost of one -finstrument-functions call (enter + exit) that the filters reject,
  *      against a call that is traced (a span opened and removed by the minimum duration).
  *
- * Usage: preload_bench [--smoke]. Last line: rps_off= rps_on= overhead_pct= cyg_filtered_ns=
- * cyg_traced_ns= ratio_traced_to_filtered=
+ * Usage: preload_bench [--smoke]. Last line: rps_off= rps_on= overhead_pct= cpu_us_per_req_off=
+ * cpu_us_per_req_on= cpu_overhead_pct= cyg_filtered_ns= cyg_traced_ns= ratio_traced_to_filtered=
+ *
+ * cpu_us_per_req_* is the server's own CPU time (all its threads, the agent's consumer included)
+ * per request served, from /proc/<pid>/stat: unlike requests/s it barely depends on how much of
+ * the machine other processes take, so it shows the agent's cost when the machine is shared.
  */
 #include <fcntl.h>
 #include <signal.h>
@@ -108,14 +117,62 @@ static double load_run(unsigned port, int seconds)
     return rps;
 }
 
-static double http_round(bool traced, const char *dir, int seconds)
+/* CPU seconds (user + system) the process `pid` has used so far; < 0 when unreadable. */
+static double process_cpu_s(pid_t pid)
 {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return -1;
+    char buf[1024];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')'); /* the command name may contain spaces */
+    unsigned long utime, stime;
+    /* After ")": state (field 3) ... utime is field 14, stime field 15. */
+    if (p == NULL ||
+        sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &utime, &stime) != 2)
+        return -1;
+    return (double)(utime + stime) / (double)sysconf(_SC_CLK_TCK);
+}
+
+typedef struct round_result {
+    double rps;
+    double cpu_us_per_req; /* server CPU time per request: insensitive to the machine's load */
+} round_result_t;
+
+static round_result_t http_round(bool traced, const char *dir, int seconds)
+{
+    round_result_t res = {-1, -1};
     server_t s = server_start(traced, dir);
     if (s.pid == 0)
-        return -1;
-    double rps = load_run(s.port, seconds);
+        return res;
+    if (load_run(s.port, 1) < 0) { /* warm-up, not counted */
+        server_stop(&s);
+        return res;
+    }
+    double cpu0 = process_cpu_s(s.pid);
+    res.rps = load_run(s.port, seconds);
+    double cpu1 = process_cpu_s(s.pid);
+    if (cpu0 >= 0 && cpu1 >= 0 && res.rps > 0)
+        res.cpu_us_per_req = (cpu1 - cpu0) * 1e6 / (res.rps * seconds);
     server_stop(&s);
-    return rps;
+    return res;
+}
+
+static int double_cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The median of v[0..n) (sorts v). */
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, double_cmp);
+    return v[n / 2];
 }
 
 __attribute__((noinline)) void bench_rejected(void);
@@ -148,23 +205,43 @@ static double cyg_cost(void (*fn)(void), long n)
 int main(int argc, char **argv)
 {
     bool smoke = argc > 1 && strcmp(argv[1], "--smoke") == 0;
-    int seconds = smoke ? 1 : 5, rounds = smoke ? 1 : 2;
+    enum { MAX_ROUNDS = 3 };
+    int seconds = smoke ? 1 : 5, rounds = smoke ? 1 : MAX_ROUNDS;
     char dir[] = "/tmp/sw-preload-bench-XXXXXX";
     if (mkdtemp(dir) == NULL) {
         perror("mkdtemp");
         return 1;
     }
-    double off = 0, on = 0;
+    double offs[MAX_ROUNDS], ons[MAX_ROUNDS], pcts[MAX_ROUNDS], cpu_offs[MAX_ROUNDS],
+        cpu_ons[MAX_ROUNDS];
     for (int r = 0; r < rounds; r++) {
-        double a = http_round(false, dir, seconds), b = http_round(true, dir, seconds);
+        round_result_t ra, rb;
+        if (r % 2 == 0) {
+            ra = http_round(false, dir, seconds);
+            rb = http_round(true, dir, seconds);
+        } else {
+            rb = http_round(true, dir, seconds);
+            ra = http_round(false, dir, seconds);
+        }
+        double a = ra.rps, b = rb.rps;
         if (a <= 0 || b <= 0) {
             fprintf(stderr, "preload_bench: a load round failed (is wrk installed?)\n");
             return 1;
         }
-        printf("round %d: rps_off=%.0f rps_on=%.0f\n", r, a, b);
-        off += a / rounds;
-        on += b / rounds;
+        pcts[r] = 100.0 * (a - b) / a;
+        cpu_offs[r] = ra.cpu_us_per_req;
+        cpu_ons[r] = rb.cpu_us_per_req;
+        printf("round %d: rps_off=%.0f rps_on=%.0f overhead_pct=%.2f server_cpu_us_per_req "
+               "off=%.2f on=%.2f\n",
+               r, a, b, pcts[r], cpu_offs[r], cpu_ons[r]);
+        fflush(stdout);
+        offs[r] = a;
+        ons[r] = b;
     }
+    /* The overhead is the median of the rounds' own overheads: each compares two runs made
+       back to back, which cancels most of a drift in the machine's load. */
+    double off = median(offs, rounds), on = median(ons, rounds), pct = median(pcts, rounds);
+    double cpu_off = median(cpu_offs, rounds), cpu_on = median(cpu_ons, rounds);
     char segfile[512];
     snprintf(segfile, sizeof segfile, "%s/seg.bin", dir);
     struct stat st;
@@ -192,8 +269,10 @@ int main(int argc, char **argv)
         unlink(pf);
     }
     rmdir(dir);
-    printf("rps_off=%.0f rps_on=%.0f overhead_pct=%.2f cyg_filtered_ns=%.2f cyg_traced_ns=%.1f "
+    printf("rps_off=%.0f rps_on=%.0f overhead_pct=%.2f cpu_us_per_req_off=%.2f "
+           "cpu_us_per_req_on=%.2f cpu_overhead_pct=%.2f cyg_filtered_ns=%.2f cyg_traced_ns=%.1f "
            "ratio_traced_to_filtered=%.1f\n",
-           off, on, 100.0 * (off - on) / off, filtered, traced, traced / filtered);
+           off, on, pct, cpu_off, cpu_on, 100.0 * (cpu_on - cpu_off) / cpu_off, filtered, traced,
+           traced / filtered);
     return 0;
 }

@@ -42,7 +42,39 @@ void sw__segment_pool_push_chain(sw__segment_pool_t *pool, sw__segment_t *first,
                                                     memory_order_release, memory_order_relaxed));
 }
 
-/* Takes the whole free list into the cache, keeping at most SW__SEGMENT_CACHE_MAX blocks. */
+/*
+ * Gives `rest` (a chain whose tail we do not know) back to the free list in O(1) when the list
+ * is still empty, which it almost always is: we emptied it a few instructions ago. If someone
+ * pushed meanwhile, we take what they pushed (only the pushes of that short window), walk it to
+ * its tail, put `rest` behind it and try again. Each node is walked at most once per such race,
+ * so the cost is O(1) amortised per push, whatever the length of the list. The CAS from NULL has
+ * no ABA problem: whenever it succeeds the list is empty, and `rest` becomes all of it.
+ */
+static void rest_give_back(sw__segment_pool_t *pool, sw__segment_t *rest)
+{
+    for (;;) {
+        sw__segment_t *expected = NULL;
+        /* release: republishes the blocks of `rest` (which we acquired in cache_refill) to the
+           next taker's acquire exchange. relaxed on failure: we only learn that it is not
+           empty and take it below. */
+        if (atomic_compare_exchange_strong_explicit(&pool->free_head, &expected, rest,
+                                                    memory_order_release, memory_order_relaxed))
+            return;
+        /* acquire: partner of the release CAS in push_chain (or of ours, by another taker). */
+        sw__segment_t *fresh =
+            atomic_exchange_explicit(&pool->free_head, NULL, memory_order_acquire);
+        if (fresh == NULL)
+            continue; /* another taker emptied it first: try the empty case again */
+        sw__segment_t *tail = fresh;
+        while (tail->next != NULL)
+            tail = tail->next;
+        tail->next = rest;
+        rest = fresh;
+    }
+}
+
+/* Takes the whole free list, keeps at most SW__SEGMENT_CACHE_MAX blocks in the cache and
+   gives the rest back without walking it (rest_give_back). */
 static void cache_refill(sw__segment_cache_t *cache, sw__segment_pool_t *pool)
 {
     /* acquire: partner of the release CAS in push_chain. Taking the whole list at once is
@@ -60,12 +92,8 @@ static void cache_refill(sw__segment_cache_t *cache, sw__segment_pool_t *pool)
     keep_last->next = cache->head;
     cache->head = list;
     cache->count += kept;
-    if (rest != NULL) {
-        sw__segment_t *rest_last = rest;
-        while (rest_last->next != NULL)
-            rest_last = rest_last->next;
-        sw__segment_pool_push_chain(pool, rest, rest_last);
-    }
+    if (rest != NULL)
+        rest_give_back(pool, rest);
 }
 
 sw__segment_t *sw__segment_cache_get(sw__segment_cache_t *cache, sw__segment_pool_t *pool)

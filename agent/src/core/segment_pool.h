@@ -4,17 +4,19 @@
  *
  * Concurrency contract (the kernel's llist.h shape, which has no ABA problem):
  *
- *   operation                   who                  may run concurrently with
- *   --------------------------  -------------------  ---------------------------------------
- *   sw__segment_pool_push_chain any thread           everything but pool_destroy
- *   sw__segment_pool_take_all   any thread           everything but pool_destroy
- *   sw__segment_cache_get/put   the owning thread    everything (the cache is thread-private)
- *   sw__segment_pool_destroy    sw_shutdown          nothing touching the free list
+ *   operation                   who                    may run concurrently with
+ *   --------------------------  ---------------------  -------------------------------------
+ *   sw__segment_pool_push_chain any thread             everything but pool_destroy
+ *   refill (exchange, then CAS) sw__segment_cache_get  everything but pool_destroy
+ *   sw__segment_cache_get/put   the owning thread      everything (the cache is thread-private)
+ *   sw__segment_pool_destroy    sw_shutdown            nothing touching the free list
  *
  * Producers of free blocks (the consumer thread, exiting threads) push chains with a CAS;
  * application threads take the WHOLE list with one exchange into their private cache, keep up to
- * SW__SEGMENT_CACHE_MAX blocks and push the rest back. A thread whose cache and the list are both
- * empty allocates a new block (warm-up, or the queue holding many segments).
+ * SW__SEGMENT_CACHE_MAX blocks and give the rest back with one CAS onto the (normally still
+ * empty) list: O(1), the rest is never walked (rest_give_back in segment_pool.c). A thread whose
+ * cache and the list are both empty allocates a new block (warm-up, or the queue holding many
+ * segments).
  */
 #ifndef SW_CORE_SEGMENT_POOL_H
 #define SW_CORE_SEGMENT_POOL_H
@@ -29,7 +31,7 @@
 
 typedef struct sw__segment_pool {
     /* Head of the free list. Pushers CAS with release (partner: the acquire exchange in
-       take_all), so a taker sees every write the pusher made to the blocks it pushed. */
+       the refill), so a taker sees every write the pusher made to the blocks it pushed. */
     _Atomic(sw__segment_t *) free_head;
     /* Blocks ever allocated and not yet freed: read by tests and sw_stats (relaxed). */
     _Atomic uint64_t allocated;

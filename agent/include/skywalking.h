@@ -96,6 +96,14 @@ const char *sw_strerror(int code);
  *   SW_REPORTER_FILE_PATH               file reporter output (default skywalking-segments.bin)
  *   SW_BUFFER_CHANNEL_SIZE              DataCarrier channels (default 5)
  *   SW_BUFFER_BUFFER_SIZE               slots per channel (default 300)
+ *   SW_AGENT_MAX_SEGMENTS               segment blocks the agent may hold at once, 0..16777216;
+ *                                       0 (default) derives it from the DataCarrier: 2 x the
+ *                                       slots of all channels (each rounded up to a power of
+ *                                       two) + 256. A block is ~ 1.6 KiB + 48 B x SPAN_LIMIT +
+ *                                       ARENA_BYTES: 32,424 B at the defaults, so the default
+ *                                       cap of 5,376 blocks bounds segment memory to 174 MB.
+ *                                       A sampled trace that finds no block is not recorded and
+ *                                       counts as finished and dropped (see sw_stats_t).
  *
  * SW_AGENT_CONFIG=path names a file of `KEY=value` lines (# starts a comment); the environment
  * overrides the file.
@@ -125,6 +133,7 @@ typedef struct sw_config {
     char file_path[SW_CONFIG_TEXT_MAX];
     uint32_t buffer_channel_size;
     uint32_t buffer_buffer_size;
+    uint32_t max_segments; /* 0: derived from the buffer sizes */
 } sw_config_t;
 
 /* Fills `cfg` with the defaults (empty names are resolved by sw_init). Any thread. */
@@ -304,9 +313,14 @@ int sw_continue(const sw_snapshot_t *snap);
 /* ----------------------------------------------------------------------------------------- */
 
 typedef struct sw_stats {
-    uint64_t segments_finished;  /* sampled segments whose last span ended */
+    uint64_t segments_finished;  /* sampled segments whose last span ended (recorded or not,
+                                    see segments_dropped) */
     uint64_t segments_reported;  /* written/accepted by the reporter */
-    uint64_t segments_dropped;   /* queue full or agent stopping: never reached the reporter */
+    uint64_t segments_dropped;   /* never reached the reporter: queue full, agent stopping, or
+                                    no segment block (SW_AGENT_MAX_SEGMENTS reached or out of
+                                    memory): such a trace is not recorded, its spans are no-ops,
+                                    and it counts here and in segments_finished when its root
+                                    span ends) */
     uint64_t segments_failed;    /* encode or reporter errors */
     uint64_t traces_sampled_out; /* trace starts not sampled (sampler or upstream flag 0) */
     uint64_t traces_ignored;     /* trace starts ignored by SW_AGENT_IGNORE_SUFFIX */

@@ -53,6 +53,16 @@ static int ignore_parse(sw__agent_t *a, char *errbuf, size_t errlen)
     return 0;
 }
 
+/* Slots of the segment DataCarrier: channels x ring size, each ring rounded up to a power of
+   two and at least 2, as dc_carrier_create does (datacarrier.h). */
+static uint64_t carrier_slots(const sw_config_t *cfg)
+{
+    uint64_t ring = 2;
+    while (ring < cfg->buffer_buffer_size)
+        ring <<= 1;
+    return (uint64_t)cfg->buffer_channel_size * ring;
+}
+
 /* Everything of sw_init that can fail, with the lifecycle lock held. */
 static int init_locked(const sw_config_t *cfg, char *errbuf, size_t errlen)
 {
@@ -71,11 +81,14 @@ static int init_locked(const sw_config_t *cfg, char *errbuf, size_t errlen)
     if (rc != 0)
         return rc;
     sw__ids_seed();
+    uint64_t max_blocks = a->config.max_segments != 0
+                              ? a->config.max_segments
+                              : sw__segment_pool_default_max(carrier_slots(&a->config));
     if (sw__segment_pool_init(&a->pool, a->config.span_limit_per_segment,
-                              a->config.segment_arena_bytes) != 0) {
+                              a->config.segment_arena_bytes, max_blocks) != 0) {
         sw__errbuf_printf(errbuf, errlen,
-                          "SW_AGENT_SPAN_LIMIT / SW_AGENT_SEGMENT_ARENA_BYTES "
-                          "out of range");
+                          "SW_AGENT_SPAN_LIMIT / SW_AGENT_SEGMENT_ARENA_BYTES / "
+                          "SW_AGENT_MAX_SEGMENTS out of range");
         return SW_ECONFIG;
     }
     sw__sampler_init(&a->sampler, a->config.sample_n_per_3_secs);
@@ -190,6 +203,11 @@ void sw_stats(sw_stats_t *stats)
 uint64_t sw__agent_blocks_allocated(void)
 {
     return atomic_load_explicit(&sw__agent.pool.allocated, memory_order_relaxed);
+}
+
+uint64_t sw__agent_blocks_max(void)
+{
+    return sw__agent.pool.max_blocks; /* written by sw_init before it publishes the run */
 }
 
 void sw__agent_after_fork_child(void)

@@ -15,7 +15,11 @@
  */
 void sw__agent_after_fork_child(void);
 
-/* Segment blocks allocated by the current run's pool so far (tests: steady-state reuse). */
+/* Segment blocks allocated by the current run's pool so far (tests: steady-state reuse). They
+   are never freed during the run, so this is also the number alive; never above the cap. */
 uint64_t sw__agent_blocks_allocated(void);
+
+/* The cap of the current (or last) run's pool: SW_AGENT_MAX_SEGMENTS or the derived value. */
+uint64_t sw__agent_blocks_max(void);
 
 #endif /* SW_AGENT_INTERNAL_H */

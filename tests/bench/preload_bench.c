@@ -6,7 +6,7 @@
  *      reporter), in the same run: each round starts a fresh server, warms it up for a second
  *      (agent start, first segment blocks, TCP), then measures; rounds alternate the order
  *      (off, on), (on, off), ... so a drift in the machine's load hits both sides alike. The
- *      figures are medians over the rounds (3, 5 s each; --smoke: 1 round of 1 s);
+ *      figures are medians over the rounds (7, 5 s each; --smoke: 1 round of 1 s);
  *      overhead_pct is the median of the rounds' 100 * (off - on) / off. wrk, the server and the
  * agent's consumer thread share the machine's cores: the overhead includes the consumer's CPU time.
  *   2. The cost of one -finstrument-functions call (enter + exit) that the filters reject,
@@ -205,7 +205,7 @@ static double cyg_cost(void (*fn)(void), long n)
 int main(int argc, char **argv)
 {
     bool smoke = argc > 1 && strcmp(argv[1], "--smoke") == 0;
-    enum { MAX_ROUNDS = 3 };
+    enum { MAX_ROUNDS = 7 };
     int seconds = smoke ? 1 : 5, rounds = smoke ? 1 : MAX_ROUNDS;
     char dir[] = "/tmp/sw-preload-bench-XXXXXX";
     if (mkdtemp(dir) == NULL) {

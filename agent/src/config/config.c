@@ -54,6 +54,7 @@ static const key_desc_t keys[] = {
     TEXT("SW_REPORTER_FILE_PATH", file_path),
     NUM("SW_BUFFER_CHANNEL_SIZE", KIND_UINT32, buffer_channel_size, 1, 1024),
     NUM("SW_BUFFER_BUFFER_SIZE", KIND_UINT32, buffer_buffer_size, 1, 1 << 20),
+    NUM("SW_AGENT_MAX_SEGMENTS", KIND_UINT32, max_segments, 0, 1 << 24),
 };
 
 size_t sw__config_key_count(void)
@@ -168,10 +169,10 @@ int sw__config_set_n(sw_config_t *cfg, const char *key, const char *value, size_
         }
         return 0;
     case KIND_BOOL: {
-        bool yes = (len == 4 && strncasecmp(value, "true", 4) == 0) ||
-                   (len == 1 && value[0] == '1');
-        bool no = (len == 5 && strncasecmp(value, "false", 5) == 0) ||
-                  (len == 1 && value[0] == '0');
+        bool yes =
+            (len == 4 && strncasecmp(value, "true", 4) == 0) || (len == 1 && value[0] == '1');
+        bool no =
+            (len == 5 && strncasecmp(value, "false", 5) == 0) || (len == 1 && value[0] == '0');
         if (!yes && !no) {
             sw__errbuf_printf(errbuf, errlen, "%s must be true or false, got '%.*s'", key,
                               (int)(len > 64 ? 64 : len), value ? value : "");
@@ -249,6 +250,12 @@ int sw__config_finalize(sw_config_t *cfg, char *errbuf, size_t errlen)
                           "SW_BUFFER_CHANNEL_SIZE must be in 1..1024 and SW_BUFFER_BUFFER_SIZE "
                           "in 1..1048576 (got %u and %u)",
                           cfg->buffer_channel_size, cfg->buffer_buffer_size);
+        return SW_ECONFIG;
+    }
+    if (cfg->max_segments > (1u << 24)) {
+        sw__errbuf_printf(errbuf, errlen,
+                          "SW_AGENT_MAX_SEGMENTS must be in 0..16777216 (0: derived), got %u",
+                          cfg->max_segments);
         return SW_ECONFIG;
     }
     return 0;

@@ -75,6 +75,7 @@ void sw__context_drop_stale(sw__context_t *c)
     sw__segment_cache_free(&c->cache);
     c->segment = NULL;
     c->noop_depth = 0;
+    c->unrecorded = false;
     c->active = -1;
     c->epoch = 0;
 }
@@ -113,6 +114,7 @@ bool sw__context_join(sw__context_t *c)
     c->epoch = e;
     c->active = -1;
     c->noop_depth = 0;
+    c->unrecorded = false;
     return true;
 }
 
@@ -170,10 +172,18 @@ void sw__context_start(sw__context_t *c, sw_span_type_t type, const char *op, co
     } else {
         sampled = sw__sampler_try(&sw__agent.sampler, now_ms);
     }
-    sw__segment_t *seg = sampled ? sw__segment_cache_get(&c->cache, &sw__agent.pool) : NULL;
-    if (seg == NULL) {
+    if (!sampled) {
         c->noop_depth = 1;
         sw__counter_add(&c->counters.sampled_out, 1);
+        return;
+    }
+    sw__segment_t *seg = sw__segment_cache_get(&c->cache, &sw__agent.pool);
+    if (seg == NULL) {
+        /* The pool is at its cap (or malloc failed): the trace is not recorded, its spans are
+           no-ops, and its root span's end counts it as a dropped segment
+           (sw__context_unrecorded_end). */
+        c->noop_depth = 1;
+        c->unrecorded = true;
         return;
     }
     sw__id_generate(&c->ids, now_ms, seg->segment_id);
@@ -225,6 +235,16 @@ void sw__context_finish(sw__context_t *c)
         sw__counter_add(&c->counters.dropped, 1);
         sw__segment_cache_put(&c->cache, &sw__agent.pool, seg);
     }
+}
+
+void sw__context_unrecorded_end(sw__context_t *c)
+{
+    c->unrecorded = false;
+    /* relaxed: only compares with the run this thread joined (see context.h). */
+    if (c->epoch != atomic_load_explicit(&sw__epoch, memory_order_relaxed))
+        return; /* that run's counters were folded at its shutdown */
+    sw__counter_add(&c->counters.finished, 1);
+    sw__counter_add(&c->counters.dropped, 1);
 }
 
 sw__span_t *sw__context_active_span(sw__context_t *c, int *rc)

@@ -50,6 +50,7 @@ struct sw__context {
     int32_t active;         /* id of the active recorded span, -1 when none */
     sw__segment_t *segment; /* the segment being recorded, NULL when none */
     uint32_t epoch;         /* the agent run this context joined; 0: none */
+    bool unrecorded;        /* the open no-op trace was sampled but got no segment block */
 
     /* Owning thread only. */
     bool key_set; /* the thread-exit destructor is armed */
@@ -136,6 +137,13 @@ int sw__context_add_ref(sw__context_t *c, int type, const char *trace_id,
 
 /* The last span ended: counts and hands the segment to the DataCarrier. */
 void sw__context_finish(sw__context_t *c);
+
+/*
+ * The root span of a trace that was sampled but got no segment block (the pool's cap, or
+ * malloc) ended: counts the segment as finished and dropped, so that finished == reported +
+ * dropped + failed still holds. Not counted when the run it began in is over. Owning thread.
+ */
+void sw__context_unrecorded_end(sw__context_t *c);
 
 /* The recorded active span if the thread has one in the current run, else NULL; *rc says why. */
 sw__span_t *sw__context_active_span(sw__context_t *c, int *rc);

@@ -133,7 +133,8 @@ void sw_span_end(void)
 {
     sw__context_t *c = &sw__tls_context;
     if (likely(c->noop_depth != 0)) {
-        c->noop_depth--;
+        if (--c->noop_depth == 0 && unlikely(c->unrecorded))
+            sw__context_unrecorded_end(c); /* a sampled trace that got no block ended */
         return;
     }
     sw__segment_t *seg = c->segment;

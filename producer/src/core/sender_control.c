@@ -43,18 +43,28 @@ static kp__conn_t *least_loaded(kp_producer_t *p, int64_t now)
     return NULL;
 }
 
+/* The connection for a control request (Metadata, InitProducerId): the least loaded node when
+   it is ready and has room in flight; NULL otherwise (a disconnected one is connected first). */
+static kp__conn_t *control_conn(kp_producer_t *p, int64_t now)
+{
+    kp__conn_t *c = least_loaded(p, now);
+    if (!c)
+        return NULL;
+    if (c->state == KP__CONN_DISCONNECTED) {
+        kp__sender_maybe_connect(p, c, now);
+        return NULL;
+    }
+    if (c->state != KP__CONN_READY || c->in_flight.count >= p->conf.max_in_flight)
+        return NULL;
+    return c;
+}
+
 void kp__sender_maybe_update_metadata(kp_producer_t *p, int64_t now)
 {
     if (p->metadata_in_flight || kp__metadata_time_to_update(&p->md, now) > 0)
         return;
-    kp__conn_t *c = least_loaded(p, now);
+    kp__conn_t *c = control_conn(p, now);
     if (!c)
-        return;
-    if (c->state == KP__CONN_DISCONNECTED) {
-        kp__sender_maybe_connect(p, c, now);
-        return;
-    }
-    if (c->state != KP__CONN_READY || c->in_flight.count >= p->conf.max_in_flight)
         return;
     char **names = NULL;
     int n = 0;
@@ -79,14 +89,8 @@ void kp__sender_maybe_init_pid(kp_producer_t *p, int64_t now)
 {
     if (!p->need_pid || p->pid_in_flight || p->produce_in_flight > 0)
         return;
-    kp__conn_t *c = least_loaded(p, now);
+    kp__conn_t *c = control_conn(p, now);
     if (!c)
-        return;
-    if (c->state == KP__CONN_DISCONNECTED) {
-        kp__sender_maybe_connect(p, c, now);
-        return;
-    }
-    if (c->state != KP__CONN_READY || c->in_flight.count >= p->conf.max_in_flight)
         return;
     kp_init_producer_id_request_t req = {.transactional_id = NULL,
                                          .transaction_timeout_ms = INT32_MAX,

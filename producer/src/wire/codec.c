@@ -391,6 +391,16 @@ size_t kp_reader_remaining(const kp_reader_t *r)
     return r->err != 0 ? 0 : r->len - r->pos;
 }
 
+void *kp_reader_alloc_array(kp_reader_t *r, size_t n, size_t size)
+{
+    if (r->err != 0 || n == 0)
+        return NULL;
+    void *p = calloc(n, size);
+    if (p == NULL)
+        r->err = KP_ENOMEM;
+    return p;
+}
+
 static void reader_fail(kp_reader_t *r, int err)
 {
     if (r->err == 0)

@@ -111,6 +111,9 @@ size_t kp_uvarint_size(uint32_t v);
 void kp_reader_init(kp_reader_t *r, const uint8_t *buf, size_t len);
 /* Bytes left to read (0 after an error). */
 size_t kp_reader_remaining(const kp_reader_t *r);
+/* Allocates a zeroed array of n elements for a decoded response (the caller frees it), or
+   sets the sticky error to KP_ENOMEM. NULL for n == 0 or when the reader already failed. */
+void *kp_reader_alloc_array(kp_reader_t *r, size_t n, size_t size);
 
 /* Each returns the value, or 0 with r->err set (sticky) when the bytes are not there. */
 int8_t kp_read_i8(kp_reader_t *r);

@@ -70,22 +70,11 @@ void kp_metadata_response_free(kp_metadata_response_t *resp)
     memset(resp, 0, sizeof *resp);
 }
 
-/* Allocates a zeroed array of n elements, or sets KP_ENOMEM. NULL for n == 0. */
-static void *alloc_array(kp_reader_t *r, size_t n, size_t size)
-{
-    if (r->err != 0 || n == 0)
-        return NULL;
-    void *p = calloc(n, size);
-    if (p == NULL)
-        r->err = KP_ENOMEM;
-    return p;
-}
-
 static int32_t *read_int32_array(kp_reader_t *r, bool flexible, size_t *n)
 {
     *n = 0;
     size_t count = kp_read_array_len(r, flexible, 4, NULL);
-    int32_t *arr = alloc_array(r, count, sizeof *arr);
+    int32_t *arr = kp_reader_alloc_array(r, count, sizeof *arr);
     if (arr == NULL)
         return NULL;
     for (size_t i = 0; i < count; i++)
@@ -122,7 +111,7 @@ static void read_topic(kp_reader_t *r, int16_t version, kp_metadata_topic_t *t)
     t->is_internal = kp_read_bool(r);
     /* error(2) + partition(4) + leader(4) + replicas(>=1) + isr(>=1) */
     size_t n = kp_read_array_len(r, flexible, 12, NULL);
-    t->partitions = alloc_array(r, n, sizeof *t->partitions);
+    t->partitions = kp_reader_alloc_array(r, n, sizeof *t->partitions);
     for (size_t i = 0; i < n && r->err == 0; i++) {
         t->n_partitions = i + 1;
         read_partition(r, version, &t->partitions[i]);
@@ -137,7 +126,7 @@ static void read_brokers(kp_reader_t *r, int16_t version, kp_metadata_response_t
     bool flexible = version >= 9;
     /* node_id(4) + host(>=1) + port(4) + rack(>=1) */
     size_t n = kp_read_array_len(r, flexible, 10, NULL);
-    out->brokers = alloc_array(r, n, sizeof *out->brokers);
+    out->brokers = kp_reader_alloc_array(r, n, sizeof *out->brokers);
     for (size_t i = 0; i < n && r->err == 0; i++) {
         kp_metadata_broker_t *b = &out->brokers[i];
         out->n_brokers = i + 1;
@@ -166,7 +155,7 @@ int kp_metadata_response_read(kp_reader_t *r, int16_t version, kp_metadata_respo
     out->controller_id = kp_read_i32(r);
     /* error(2) + name(>=1) + internal(1) + partitions(>=1) */
     size_t n = kp_read_array_len(r, flexible, 5, NULL);
-    out->topics = alloc_array(r, n, sizeof *out->topics);
+    out->topics = kp_reader_alloc_array(r, n, sizeof *out->topics);
     for (size_t i = 0; i < n && r->err == 0; i++) {
         out->n_topics = i + 1;
         read_topic(r, version, &out->topics[i]);

@@ -60,16 +60,6 @@ void kp_produce_response_free(kp_produce_response_t *resp)
     memset(resp, 0, sizeof *resp);
 }
 
-static void *alloc_array(kp_reader_t *r, size_t n, size_t size)
-{
-    if (r->err != 0 || n == 0)
-        return NULL;
-    void *p = calloc(n, size);
-    if (p == NULL)
-        r->err = KP_ENOMEM;
-    return p;
-}
-
 /* Tagged fields of a partition response: tag 0 = CurrentLeader {leader_id, leader_epoch,
  * tagged fields}; other tags are skipped. */
 static void read_partition_tags(kp_reader_t *r, kp_produce_partition_response_t *p)
@@ -104,7 +94,7 @@ static void read_partition(kp_reader_t *r, int16_t version, kp_produce_partition
     if (version >= 8) {
         /* batch_index(4) + message(>=1) */
         size_t n = kp_read_array_len(r, flexible, 5, NULL);
-        p->record_errors = alloc_array(r, n, sizeof *p->record_errors);
+        p->record_errors = kp_reader_alloc_array(r, n, sizeof *p->record_errors);
         for (size_t i = 0; i < n && r->err == 0; i++) {
             p->n_record_errors = i + 1;
             p->record_errors[i].batch_index = kp_read_i32(r);
@@ -126,14 +116,14 @@ int kp_produce_response_read(kp_reader_t *r, int16_t version, kp_produce_respons
     bool flexible = version >= 9;
     /* name(>=1) + partitions(>=1) */
     size_t n_topics = kp_read_array_len(r, flexible, 2, NULL);
-    out->topics = alloc_array(r, n_topics, sizeof *out->topics);
+    out->topics = kp_reader_alloc_array(r, n_topics, sizeof *out->topics);
     for (size_t t = 0; t < n_topics && r->err == 0; t++) {
         kp_produce_topic_response_t *topic = &out->topics[t];
         out->n_topics = t + 1;
         topic->topic = kp_read_str_dup(r, flexible);
         /* partition(4) + error(2) + base_offset(8) + log_append_time(8) */
         size_t n_parts = kp_read_array_len(r, flexible, 22, NULL);
-        topic->partitions = alloc_array(r, n_parts, sizeof *topic->partitions);
+        topic->partitions = kp_reader_alloc_array(r, n_parts, sizeof *topic->partitions);
         for (size_t p = 0; p < n_parts && r->err == 0; p++) {
             topic->n_partitions = p + 1;
             read_partition(r, version, &topic->partitions[p]);

@@ -35,6 +35,7 @@
 #include <time.h>
 
 #include "datacarrier.h"
+#include "test_util.h"
 
 enum { CHANNELS = 4, BUFFER = 1024, CAPACITY = CHANNELS * BUFFER, MAX_THREADS = 8, MAX_ROUNDS = 9 };
 
@@ -43,11 +44,6 @@ static double clock_s(clockid_t id)
     struct timespec ts;
     clock_gettime(id, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static double now_s(void)
-{
-    return clock_s(CLOCK_MONOTONIC);
 }
 
 /* ---- Baseline: bounded queue under one mutex, consumers take everything available. ---- */

@@ -15,18 +15,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "test_util.h"
 #include "wire/crc32c.h"
 #include "wire/gzip.h"
 #include "wire/record_batch.h"
 
 #define BLOCK 16384
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* Keeps results observable so the compiler cannot drop the work. */
 static volatile uint32_t sink;

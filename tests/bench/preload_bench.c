@@ -30,18 +30,12 @@
 #include <unistd.h>
 
 #include "skywalking.h"
+#include "test_util.h"
 
 void __cyg_profile_func_enter(void *fn, void *site);
 void __cyg_profile_func_exit(void *fn, void *site);
 
 extern char **environ;
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 typedef struct server {
     pid_t pid;

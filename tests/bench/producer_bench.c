@@ -3,7 +3,7 @@
  *
  * Equal settings for both: acks=all, idempotence on, linger 5 ms, batch 16 KiB, 32 MiB buffer,
  * compression none or gzip. Workloads: 1M x 100 B and 200k x 1 KiB, each uncompressed and gzip
- * (--smoke: 20k and 5k). Under ASan/TSan the librdkafka baseline is skipped (see SANITIZED).
+ * (--smoke: 20k and 5k). Under ASan/TSan the librdkafka baseline is skipped (see TEST_SANITIZED).
  * Each producer runs in a forked child, so getrusage(RUSAGE_SELF) around
  * the run gives its own CPU time and ru_maxrss its own peak memory.
  *
@@ -23,6 +23,7 @@
 
 #include "kafka_test_env.h"
 #include "kproducer.h"
+#include "test_util.h"
 
 struct result {
     double wall_s;
@@ -31,13 +32,6 @@ struct result {
     long delivered;
     long failed;
 };
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static double cpu_s(void)
 {
@@ -154,20 +148,6 @@ static int run_rdkafka(const char *bootstrap, const char *topic, long n, size_t 
     free(v);
     return 0;
 }
-
-/* Under a sanitizer, librdkafka (not instrumented) in an instrumented process is neither
- * meaningful as a baseline nor reliable (TSan reports its own threads' races and may kill the
- * child), so the baseline is skipped and only our producer is measured. */
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-#define SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
-#define SANITIZED 1
-#endif
-#endif
-#ifndef SANITIZED
-#define SANITIZED 0
-#endif
 
 /* Runs one producer in a child process and fills *out. Returns 0 when the child ran to the
  * end and every record was delivered; otherwise -1 with the reason in why. */
@@ -299,7 +279,10 @@ int main(int argc, char **argv)
     } else if (sw_test_kafka_fixture(&k) != 0) {
         return 1;
     }
-    int with_baseline = !SANITIZED;
+    /* Under a sanitizer, librdkafka (not instrumented) in an instrumented process is neither
+     * meaningful as a baseline nor reliable (TSan reports its own threads' races and may kill
+     * the child), so the baseline is skipped and only our producer is measured. */
+    int with_baseline = !TEST_SANITIZED;
     if (!with_baseline)
         printf("sanitizer build: librdkafka baseline skipped (an uninstrumented librdkafka in a "
                "sanitized process is not a meaningful or reliable comparison); measuring "

@@ -47,8 +47,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -56,6 +54,7 @@
 
 #include "kafka_test_env.h"
 #include "skywalking.h"
+#include "test_util.h"
 
 /* Internal (agent/src/agent_internal.h): blocks the segment pool has malloc'd in this run; read
    to tell the pool's share of the RSS growth. */
@@ -244,25 +243,6 @@ static void *worker_run(void *arg)
     return NULL;
 }
 
-/* A line "<field>: <n> kB" of /proc/self/status, in kB; -1 when missing. */
-static long proc_status_kb(const char *field)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    if (f == NULL)
-        return -1;
-    char line[256];
-    long kb = -1;
-    size_t len = strlen(field);
-    while (fgets(line, sizeof line, f) != NULL) {
-        if (strncmp(line, field, len) == 0 && line[len] == ':') {
-            kb = atol(line + len + 1);
-            break;
-        }
-    }
-    fclose(f);
-    return kb;
-}
-
 /* Resets the peak RSS (VmHWM) to the current RSS (Linux >= 4.0); harmless when refused. */
 static void peak_rss_reset(void)
 {
@@ -444,22 +424,11 @@ static void collector_stop(pid_t pid)
    without listen(), so a connect there is refused. Returns 0 or -1. */
 static int closed_port_find(options_t *o)
 {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
+    int port = loopback_refused_port(false);
+    if (port < 0)
         return -1;
-    struct sockaddr_in a;
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    int rc = bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
-                     getsockname(fd, (struct sockaddr *)&a, &len) == 0
-                 ? 0
-                 : -1;
-    close(fd);
-    if (rc == 0)
-        snprintf(o->down_backend, sizeof o->down_backend, "127.0.0.1:%u", ntohs(a.sin_port));
-    return rc;
+    snprintf(o->down_backend, sizeof o->down_backend, "127.0.0.1:%d", port);
+    return 0;
 }
 
 static double per_s(uint64_t n, double s)

@@ -19,14 +19,12 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -34,6 +32,8 @@
 
 #include "agent_internal.h"
 #include "skywalking.h"
+#include "test_agent_support.h"
+#include "test_util.h"
 
 #ifndef SW_TEST_GRPC_COLLECTOR
 #error "SW_TEST_GRPC_COLLECTOR (path of grpc_collector.py) must be defined by the build"
@@ -353,18 +353,6 @@ static sw_stats_t stats_settled(void)
     }
 }
 
-static sw_stats_t agent_stop(void)
-{
-    cr_assert_eq(sw_shutdown(), 0);
-    sw_stats_t st = stats_now();
-    cr_assert_eq(st.segments_finished,
-                 st.segments_reported + st.segments_dropped + st.segments_failed,
-                 "accounting: finished %llu != reported %llu + dropped %llu + failed %llu",
-                 (unsigned long long)st.segments_finished, (unsigned long long)st.segments_reported,
-                 (unsigned long long)st.segments_dropped, (unsigned long long)st.segments_failed);
-    return st;
-}
-
 /* stderr into a file while the agent runs, to check what it tells the user. */
 typedef struct stderr_capture {
     int saved;
@@ -432,7 +420,7 @@ Test(grpc_reporter, every_segment_arrives_once_with_properties_and_pings)
         cr_assert_lt(now_ms(), deadline, "no properties and 2 pings within %d ms", WAIT_MS);
         poll_pause();
     }
-    sw_stats_t st = agent_stop();
+    sw_stats_t st = agent_test_stop();
     char *err = stderr_capture_end(&cap);
     collector_stop(c);
 
@@ -464,7 +452,7 @@ Test(grpc_reporter, wrong_token_is_rejected_and_reported_once)
         segments_emit("denied", 20);
         (void)stats_settled(); /* several collect calls, all rejected */
     }
-    sw_stats_t st = agent_stop();
+    sw_stats_t st = agent_test_stop();
     char *err = stderr_capture_end(&cap);
     collector_stop(c);
 
@@ -513,7 +501,7 @@ Test(grpc_reporter, collector_restart_resumes_with_exact_accounting)
     }
     segments_emit("after", 300);
     (void)stats_settled();
-    st = agent_stop();
+    st = agent_test_stop();
     collector_stop(c);
 
     cr_expect_eq(st.segments_finished, 900 + (uint64_t)waves);
@@ -526,28 +514,17 @@ Test(grpc_reporter, collector_restart_resumes_with_exact_accounting)
     records_free(&r);
 }
 
-/* A loopback port nobody listens on: bound, then closed. */
-static int port_closed(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    cr_assert_geq(fd, 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    cr_assert_eq(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
-    socklen_t len = sizeof sa;
-    cr_assert_eq(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
-    close(fd);
-    return ntohs(sa.sin_port);
-}
-
 Test(grpc_reporter, backend_down_fails_fast_and_stays_bounded)
 {
     const uint32_t buffer = 64, channels = 5;
-    agent_start(port_closed(), NULL, 2000, buffer);
+    int down = loopback_refused_port(false);
+    cr_assert_gt(down, 0, "no free loopback port: %s", strerror(errno));
+    agent_start(down, NULL, 2000, buffer);
     const int n = 20000;
     segments_emit("nowhere", n);
     uint64_t blocks = sw__agent_blocks_allocated();
     uint64_t t0 = now_ms();
-    sw_stats_t st = agent_stop();
+    sw_stats_t st = agent_test_stop();
     uint64_t shutdown_ms = now_ms() - t0;
 
     cr_expect_eq(st.segments_finished, (uint64_t)n);
@@ -568,7 +545,9 @@ Test(grpc_reporter, fails_over_to_the_next_address)
     collector_t *c = &the_collector;
     collector_start(c, 0, NULL, NULL);
     char backend[96];
-    snprintf(backend, sizeof backend, "127.0.0.1:%d, 127.0.0.1:%d", port_closed(), c->port);
+    int down = loopback_refused_port(false);
+    cr_assert_gt(down, 0, "no free loopback port: %s", strerror(errno));
+    snprintf(backend, sizeof backend, "127.0.0.1:%d, 127.0.0.1:%d", down, c->port);
     agent_start_backend(backend, NULL, 5000, 1024);
     /* The first batch goes to the closed port and fails; the next ones go to the collector. */
     uint64_t deadline = now_ms() + WAIT_MS;
@@ -579,7 +558,7 @@ Test(grpc_reporter, fails_over_to_the_next_address)
     }
     segments_emit("second", 200);
     (void)stats_settled();
-    sw_stats_t st = agent_stop();
+    sw_stats_t st = agent_test_stop();
     collector_stop(c);
     cr_expect_geq(st.segments_reported, 201);
     records_t r = records_read(c, INSTANCE);
@@ -654,7 +633,7 @@ Test(grpc_reporter, tls_with_a_ca_file)
     agent_start(c->port, NULL, 10000, 1024);
     segments_emit("tls", 100);
     (void)stats_settled();
-    sw_stats_t st = agent_stop();
+    sw_stats_t st = agent_test_stop();
     collector_stop(c);
     cr_expect_eq(st.segments_reported, 100, "over TLS: %llu reported, %llu failed",
                  (unsigned long long)st.segments_reported, (unsigned long long)st.segments_failed);

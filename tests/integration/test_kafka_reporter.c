@@ -8,12 +8,11 @@
  * instance names and only looks at the records that carry them.
  */
 #include <criterion/criterion.h>
-#include <netinet/in.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -21,18 +20,10 @@
 #include "management.pb-c.h"
 #include "report/kafka_reporter.h"
 #include "skywalking.h"
+#include "test_util.h"
 #include "tracing.pb-c.h"
 
 #define SEGMENT_PARTITIONS 3
-
-/* Sanitizer runtimes (quarantine, shadow memory) make the process's RSS meaningless. */
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define RSS_MEANINGLESS 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define RSS_MEANINGLESS 1
-#endif
-#endif
 
 /* ---- reading topics back with kcat ------------------------------------------------------ */
 
@@ -454,33 +445,6 @@ Test(kafka_reporter, shutdown_wakes_the_management_thread, .timeout = 60)
     records_free(&mgmt);
 }
 
-/* A loopback port that refuses connections: bound (so nobody else takes it) but not listening.
- * The socket stays open for the life of the test process. */
-static int closed_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    cr_assert_geq(fd, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
-    socklen_t len = sizeof a;
-    cr_assert_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-    return ntohs(a.sin_port);
-}
-
-static long rss_kib(void)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    long kib = -1;
-    while (f != NULL && fgets(line, sizeof line, f) != NULL) {
-        if (sscanf(line, "VmRSS: %ld kB", &kib) == 1)
-            break;
-    }
-    if (f != NULL)
-        fclose(f);
-    return kib;
-}
-
 /* The broker is unreachable for the whole run. Host threads must still get through every span
  * pair (the test's timeout bounds the whole run, shutdown included); no segment is reported;
  * each is dropped (queue full) or failed (no metadata within max.block.ms); memory stays
@@ -488,7 +452,10 @@ static long rss_kib(void)
 Test(kafka_reporter, backend_down_never_blocks_hosts, .timeout = 120)
 {
     char bootstrap[64], service[96];
-    snprintf(bootstrap, sizeof bootstrap, "127.0.0.1:%d", closed_port());
+    /* bound for the life of the process, so nobody else takes the port */
+    int port = loopback_refused_port(true);
+    cr_assert_gt(port, 0, "no free loopback port: %s", strerror(errno));
+    snprintf(bootstrap, sizeof bootstrap, "127.0.0.1:%d", port);
     unique_name(service, sizeof service, "down");
     sw_config_t cfg;
     config_kafka(&cfg, bootstrap, service,
@@ -499,9 +466,9 @@ Test(kafka_reporter, backend_down_never_blocks_hosts, .timeout = 120)
     /* Warm-up: the first send waits max.block.ms while the threads fill the carrier, so the
        queue and the segment pool reach their full (bounded) size here. */
     threads_run(2000);
-    long before = rss_kib();
+    long before = proc_status_kb("VmRSS");
     threads_run(3100);
-    long after = rss_kib();
+    long after = proc_status_kb("VmRSS");
     sw_stats_t st = stats_after_shutdown();
     cr_assert_eq(st.segments_finished, API_THREADS * 5100);
     cr_assert_eq(st.segments_reported, 0, "nothing can be reported without a broker");
@@ -510,7 +477,7 @@ Test(kafka_reporter, backend_down_never_blocks_hosts, .timeout = 120)
     /* After the warm-up, 12400 more segments (each with a 16 KiB arena) would take ~200 MB
        if anything kept them; bound the growth well below that but above allocator noise. Sanitizer
        runtimes (quarantine, shadow) make RSS meaningless, so only a plain build checks it. */
-#ifndef RSS_MEANINGLESS
+#if !TEST_SANITIZED
     cr_assert_lt(after - before, 4096, "RSS grew by %ld KiB while the broker was down",
                  after - before);
 #else
@@ -526,7 +493,10 @@ Test(kafka_reporter, backend_down_never_blocks_hosts, .timeout = 120)
 Test(kafka_reporter, shutdown_with_the_broker_down_is_bounded, .timeout = 120)
 {
     char bootstrap[64], service[96];
-    snprintf(bootstrap, sizeof bootstrap, "127.0.0.1:%d", closed_port());
+    /* bound for the life of the process, so nobody else takes the port */
+    int port = loopback_refused_port(true);
+    cr_assert_gt(port, 0, "no free loopback port: %s", strerror(errno));
+    snprintf(bootstrap, sizeof bootstrap, "127.0.0.1:%d", port);
     unique_name(service, sizeof service, "downexit");
     sw_config_t cfg;
     config_kafka(&cfg, bootstrap, service, "");

@@ -4,16 +4,16 @@
  * call nothing instrumented (ls, sort), which must behave byte for byte as without it.
  */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "preload/pl_support.h"
+#include "test_util.h"
 
 #define WAIT_MS 60000
 
@@ -133,13 +133,9 @@ Test(preload, failed_requests_keep_exit_codes_and_are_errors)
     cr_assert_eq(pl_run(fail_argv, env, NULL, NULL, WAIT_MS), 22, "exit code changed");
     server_stop(&srv);
     /* A port nobody listens on: bind, read the port, close. */
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t alen = sizeof a;
-    cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
-    cr_assert_eq(getsockname(fd, (struct sockaddr *)&a, &alen), 0);
-    close(fd);
-    snprintf(refused, sizeof refused, "http://127.0.0.1:%u/x", ntohs(a.sin_port));
+    int down = loopback_refused_port(false);
+    cr_assert_gt(down, 0, "no free loopback port: %s", strerror(errno));
+    snprintf(refused, sizeof refused, "http://127.0.0.1:%d/x", down);
     char *refused_argv[] = {"curl", "-s", refused, NULL};
     cr_assert_eq(pl_run(refused_argv, env, NULL, NULL, WAIT_MS), 7, "exit code changed");
 

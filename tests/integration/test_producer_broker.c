@@ -19,46 +19,20 @@
 
 #include "kafka_test_env.h"
 #include "kproducer.h"
+#include "producer_test_util.h"
+#include "test_util.h"
 #include "wire/murmur2.h"
-
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define SANITIZED 1
-#endif
-#endif
 
 static long record_count(void)
 {
     const char *e = getenv("SW_TEST_PRODUCER_RECORDS");
     if (e && atol(e) > 0)
         return atol(e);
-#ifdef SANITIZED
+#if TEST_SANITIZED
     return 20000;
 #else
     return 1000000;
 #endif
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static kp_producer_t *make(const char *bootstrap, const char *const *kv)
-{
-    char err[256];
-    kp_conf_t *c = kp_conf_new();
-    cr_assert_eq(kp_conf_set(c, "bootstrap.servers", bootstrap, err, sizeof(err)), 0, "%s", err);
-    for (; kv && kv[0]; kv += 2)
-        cr_assert_eq(kp_conf_set(c, kv[0], kv[1], err, sizeof(err)), 0, "%s", err);
-    kp_producer_t *p = kp_producer_new(c, err, sizeof(err));
-    cr_assert_not_null(p, "kp_producer_new: %s", err);
-    kp_conf_destroy(c);
-    return p;
 }
 
 /* One delivery report per record id: counts how often each id was reported. */
@@ -127,7 +101,7 @@ Test(producer_broker, many_records_exactly_once_in_key_order, .timeout = 900)
     long n = record_count();
     struct reports *r = reports_new(n);
     tickets = calloc((size_t)n, sizeof(*tickets));
-    kp_producer_t *p = make(k.bootstrap, NULL);
+    kp_producer_t *p = producer_test_new(k.bootstrap, NULL);
     static char value[10300];
     double t0 = now_s();
     /* A unique run tag in the key keeps this run apart from earlier ones in the topic. */
@@ -212,7 +186,7 @@ Test(producer_broker, unknown_topic_fails_after_max_block)
     sw_test_kafka_t k;
     cr_assert_eq(sw_test_kafka_fixture(&k), 0);
     const char *kv[] = {"max.block.ms", "1500", NULL};
-    kp_producer_t *p = make(k.bootstrap, kv);
+    kp_producer_t *p = producer_test_new(k.bootstrap, kv);
     int rc = kp_send(p, "sw-test-no-such-topic", -1, NULL, 0, "v", 1, NULL, 0, 0, NULL, NULL);
     cr_assert_eq(rc, KP_EUNKNOWN_TOPIC, "got %s", kp_err_name(rc));
     cr_assert_eq(kp_close(p, 1000), 0);
@@ -223,7 +197,7 @@ Test(producer_broker, record_over_max_request_size_fails_at_once)
     sw_test_kafka_t k;
     cr_assert_eq(sw_test_kafka_fixture(&k), 0);
     const char *kv[] = {"max.request.size", "2048", NULL};
-    kp_producer_t *p = make(k.bootstrap, kv);
+    kp_producer_t *p = producer_test_new(k.bootstrap, kv);
     static char big[4096];
     int rc = kp_send(p, TOPIC, -1, NULL, 0, big, sizeof(big), NULL, 0, 0, NULL, NULL);
     cr_assert_eq(rc, KP_EMSG_SIZE_TOO_LARGE, "got %s", kp_err_name(rc));
@@ -253,7 +227,7 @@ Test(producer_broker, buffer_memory_exhausted_blocks_then_times_out)
     const char *kv[] = {
         "buffer.memory", "65536",        "linger.ms", "100000", "delivery.timeout.ms",
         "200000",        "max.block.ms", "800",       NULL};
-    kp_producer_t *p = make(k.bootstrap, kv);
+    kp_producer_t *p = producer_test_new(k.bootstrap, kv);
     atomic_store(&plain_cb_count, 0);
     for (int part = 0; part < 4; part++)
         cr_assert_eq(kp_send(p, TOPIC, part, NULL, 0, "v", 1, NULL, 0, 0, plain_cb, NULL), 0);
@@ -274,7 +248,7 @@ Test(producer_broker, close_with_records_in_flight_reports_each_once, .timeout =
     long n = 50000;
     struct reports *r = reports_new(n);
     tickets = calloc((size_t)n, sizeof(*tickets));
-    kp_producer_t *p = make(k.bootstrap, NULL);
+    kp_producer_t *p = producer_test_new(k.bootstrap, NULL);
     static char value[512];
     memset(value, 'z', sizeof(value));
     long accepted = 0;

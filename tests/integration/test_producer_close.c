@@ -8,55 +8,24 @@
  * asleep in the kernel (/proc/self/task/<tid>/stat state S) or counted as a pool waiter.
  */
 #include <criterion/criterion.h>
-#include <netinet/in.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "kafka_test_env.h"
 #include "kproducer.h"
+#include "producer_test_util.h"
+#include "test_util.h"
+#include "test_wait.h"
 
 /* Generous bound for kp_close with a blocked sender: far below max.block.ms (60 s). */
 #define CLOSE_BOUND_S 10.0
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-/* A loopback port nobody listens on: bound to port 0, read back, closed. */
-static int closed_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    cr_assert_geq(fd, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-    socklen_t len = sizeof(a);
-    cr_assert_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-    close(fd);
-    return ntohs(a.sin_port);
-}
-
-static kp_producer_t *make(const char *bootstrap, const char *const *kv)
-{
-    char err[256];
-    kp_conf_t *c = kp_conf_new();
-    cr_assert_eq(kp_conf_set(c, "bootstrap.servers", bootstrap, err, sizeof(err)), 0, "%s", err);
-    for (; kv && kv[0]; kv += 2)
-        cr_assert_eq(kp_conf_set(c, kv[0], kv[1], err, sizeof(err)), 0, "%s", err);
-    kp_producer_t *p = kp_producer_new(c, err, sizeof(err));
-    kp_conf_destroy(c);
-    cr_assert_not_null(p, "kp_producer_new: %s", err);
-    return p;
-}
 
 struct sender_arg {
     kp_producer_t *p;
@@ -102,17 +71,6 @@ static bool thread_sleeping(int tid)
     return paren && paren[1] == ' ' && paren[2] == 'S';
 }
 
-/* Bounded wait (10 s) until cond(arg) holds; fails the test with `what` otherwise. */
-static void wait_until(bool (*cond)(void *), void *arg, const char *what)
-{
-    double end = now_s() + 10.0;
-    while (!cond(arg)) {
-        cr_assert(now_s() < end, "timed out waiting until %s", what);
-        struct timespec ts = {0, 1000000};
-        nanosleep(&ts, NULL); /* polling interval of a bounded wait, not synchronization */
-    }
-}
-
 static bool sender_asleep(void *arg)
 {
     struct sender_arg *a = arg;
@@ -156,10 +114,12 @@ static void close_and_check(struct sender_arg *a, pthread_t th)
 Test(producer_close, send_blocked_on_metadata_returns_closed, .timeout = 60)
 {
     char bootstrap[64];
-    snprintf(bootstrap, sizeof(bootstrap), "127.0.0.1:%d", closed_port());
+    int port = loopback_refused_port(false);
+    cr_assert_gt(port, 0, "no free loopback port: %s", strerror(errno));
+    snprintf(bootstrap, sizeof(bootstrap), "127.0.0.1:%d", port);
     const char *kv[] = {"max.block.ms", "60000", NULL};
     struct sender_arg a = {.topic = "sw-test-6p", .partition = -1};
-    a.p = make(bootstrap, kv);
+    a.p = producer_test_new(bootstrap, kv);
     pthread_t th;
     cr_assert_eq(pthread_create(&th, NULL, blocked_sender, &a), 0);
     wait_until(sender_asleep, &a, "kp_send blocks waiting for metadata");
@@ -174,7 +134,7 @@ Test(producer_close, send_blocked_on_buffer_memory_returns_closed, .timeout = 60
     const char *kv[] = {"buffer.memory",       "65536",  "linger.ms", "100000",
                         "delivery.timeout.ms", "200000", NULL};
     struct sender_arg a = {.topic = "sw-test-6p", .partition = 4};
-    a.p = make(k.bootstrap, kv);
+    a.p = producer_test_new(k.bootstrap, kv);
     for (int part = 0; part < 4; part++)
         cr_assert_eq(kp_send(a.p, a.topic, part, NULL, 0, "v", 1, NULL, 0, 0, ignore_cb, NULL), 0);
     pthread_t th;
@@ -188,9 +148,11 @@ Test(producer_close, many_blocked_senders_all_return_closed, .timeout = 60)
     /* Many threads hammer kp_send on an unreachable broker while kp_close runs: each call
      * returns (KP_ECLOSED) and kp_close frees nothing while one is inside (ASan/TSan). */
     char bootstrap[64];
-    snprintf(bootstrap, sizeof(bootstrap), "127.0.0.1:%d", closed_port());
+    int port = loopback_refused_port(false);
+    cr_assert_gt(port, 0, "no free loopback port: %s", strerror(errno));
+    snprintf(bootstrap, sizeof(bootstrap), "127.0.0.1:%d", port);
     const char *kv[] = {"max.block.ms", "60000", NULL};
-    kp_producer_t *p = make(bootstrap, kv);
+    kp_producer_t *p = producer_test_new(bootstrap, kv);
     struct sender_arg a[4];
     pthread_t th[4];
     for (int i = 0; i < 4; i++) {

@@ -16,6 +16,7 @@
 
 #include "kafka_test_env.h"
 #include "kproducer.h"
+#include "producer_test_util.h"
 
 #define TOPIC "sw-leader"
 #define PARTS 3
@@ -115,14 +116,8 @@ static void verify_read_back(const char *tag)
         long last[64];
         for (int j = 0; j < 64; j++)
             last[j] = -1;
-        size_t tl = strlen(tag);
-        for (char *line = out, *nl; line < out + len; line = nl + 1) {
-            nl = memchr(line, '\n', (size_t)(out + len - line));
-            if (!nl)
-                break;
-            if (strncmp(line, tag, tl) != 0 || line[tl] != ':')
-                continue;
-            long id = strtol(line + tl + 1, NULL, 10);
+        long id;
+        for (char *cur = out; tagged_line_next(&cur, out + len, tag, &id);) {
             cr_assert(id >= 0 && id < N, "bad id %ld", id);
             cr_assert_eq(count[id], 0, "record %ld duplicated in the log", id);
             cr_assert_eq(atomic_load(&parts[id]), part, "record %ld reported on %d, found on %d",
@@ -155,12 +150,7 @@ static void teardown(void)
 Test(producer_leader, leader_killed_and_restarted_mid_stream, .init = setup, .fini = teardown,
      .timeout = 600)
 {
-    char err[256];
-    kp_conf_t *c = kp_conf_new();
-    cr_assert_eq(kp_conf_set(c, "bootstrap.servers", cluster.bootstrap, err, sizeof(err)), 0);
-    kp_producer_t *p = kp_producer_new(c, err, sizeof(err));
-    kp_conf_destroy(c);
-    cr_assert_not_null(p, "%s", err);
+    kp_producer_t *p = producer_test_new(cluster.bootstrap, NULL);
     char tag[32];
     snprintf(tag, sizeof(tag), "lead%d", (int)getpid());
     struct run r = {.p = p, .tag = tag};

@@ -16,6 +16,7 @@
 
 #include "kafka_test_env.h"
 #include "kproducer.h"
+#include "producer_test_util.h"
 
 #define TOPIC "sw-restart"
 #define N     20000
@@ -56,17 +57,6 @@ static void *send_range(void *arg)
     return NULL;
 }
 
-static kp_producer_t *make(void)
-{
-    char err[256];
-    kp_conf_t *c = kp_conf_new();
-    cr_assert_eq(kp_conf_set(c, "bootstrap.servers", cluster.bootstrap, err, sizeof(err)), 0);
-    kp_producer_t *p = kp_producer_new(c, err, sizeof(err));
-    cr_assert_not_null(p, "%s", err);
-    kp_conf_destroy(c);
-    return p;
-}
-
 /* Bounded wait for a condition that another thread makes true. */
 static void await_acked(long n)
 {
@@ -86,14 +76,8 @@ static void verify_read_back(const char *tag, long n)
         size_t len = 0;
         char *out = sw_test_kafka_consume(cluster.bootstrap, TOPIC, part, -1, 0, "%s\n", &len);
         cr_assert_not_null(out);
-        size_t tl = strlen(tag);
-        for (char *line = out, *nl; line < out + len; line = nl + 1) {
-            nl = memchr(line, '\n', (size_t)(out + len - line));
-            if (!nl)
-                break;
-            if (strncmp(line, tag, tl) != 0 || line[tl] != ':')
-                continue;
-            long id = strtol(line + tl + 1, NULL, 10);
+        long id;
+        for (char *cur = out; tagged_line_next(&cur, out + len, tag, &id);) {
             cr_assert(id >= 0 && id < n);
             cr_assert_eq(count[id], 0, "record %ld duplicated in the log", id);
             count[id] = 1;
@@ -141,7 +125,7 @@ Test(producer_restart, broker_down_at_start_then_up, .init = setup, .fini = tear
 {
     reset_reports();
     cr_assert_eq(sw_test_kafka_kill_node(&cluster, 1, 0), 0);
-    kp_producer_t *p = make();
+    kp_producer_t *p = producer_test_new(cluster.bootstrap, NULL);
     struct run r = {p, "down", 0, 2000, 0};
     pthread_t th;
     pthread_create(&th, NULL, send_range, &r); /* blocks on metadata until the broker is up */
@@ -158,7 +142,7 @@ Test(producer_restart, broker_killed_mid_stream_loses_and_duplicates_nothing, .i
      .fini = teardown, .timeout = 600)
 {
     reset_reports();
-    kp_producer_t *p = make();
+    kp_producer_t *p = producer_test_new(cluster.bootstrap, NULL);
     char tag[32];
     snprintf(tag, sizeof(tag), "kill%d", (int)getpid());
     /* First half, then the kill right away: part of it is still in the accumulator or in

@@ -15,6 +15,7 @@
 
 #include "kafka_test_env.h"
 #include "kproducer.h"
+#include "producer_test_util.h"
 
 #define RECORDS    24
 #define VALUE_SIZE (100 * 1024)
@@ -34,22 +35,20 @@ static void on_delivery(void *opaque, int error, int32_t partition, int64_t offs
 
 static kp_producer_t *make(const char *bootstrap, const char *compression)
 {
-    char err[256];
-    kp_conf_t *c = kp_conf_new();
-    const char *kv[][2] = {{"bootstrap.servers", bootstrap},
-                           {"batch.size", "1600000"},
-                           {"max.request.size", "8000000"},
-                           {"linger.ms", "60000"},
-                           /* one request at a time: the split pieces keep their place before
-                            * later batches (see sender_split.c) */
-                           {"max.in.flight.requests.per.connection", "1"},
-                           {"compression.type", compression}};
-    for (size_t i = 0; i < sizeof(kv) / sizeof(kv[0]); i++)
-        cr_assert_eq(kp_conf_set(c, kv[i][0], kv[i][1], err, sizeof(err)), 0, "%s", err);
-    kp_producer_t *p = kp_producer_new(c, err, sizeof(err));
-    kp_conf_destroy(c);
-    cr_assert_not_null(p, "kp_producer_new: %s", err);
-    return p;
+    /* max.in.flight 1, one request at a time: the split pieces keep their place before later
+     * batches (see sender_split.c) */
+    const char *kv[] = {"batch.size",
+                        "1600000",
+                        "max.request.size",
+                        "8000000",
+                        "linger.ms",
+                        "60000",
+                        "max.in.flight.requests.per.connection",
+                        "1",
+                        "compression.type",
+                        compression,
+                        NULL};
+    return producer_test_new(bootstrap, kv);
 }
 
 /* Non-repeating filler so that gzip cannot shrink a batch under the broker's limit. */

@@ -14,15 +14,9 @@
 #include <stdlib.h>
 
 #include "datacarrier.h"
+#include "test_util.h"
 
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-#define SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
-#define SANITIZED 1
-#endif
-#endif
-#ifdef SANITIZED
+#if TEST_SANITIZED
 #define DEFAULT_ITEMS 100000u
 #else
 #define DEFAULT_ITEMS 1000000u

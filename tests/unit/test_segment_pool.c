@@ -133,6 +133,16 @@ static void *flood(void *arg)
     return NULL;
 }
 
+/* Runs FLOOD_THREADS threads of flood() and joins them all. */
+static void flood_run(void)
+{
+    pthread_t t[FLOOD_THREADS];
+    for (int i = 0; i < FLOOD_THREADS; i++)
+        cr_assert_eq(pthread_create(&t[i], NULL, flood, NULL), 0);
+    for (int i = 0; i < FLOOD_THREADS; i++)
+        pthread_join(t[i], NULL);
+}
+
 static void small_carrier(sw_config_t *cfg)
 {
     cfg->buffer_channel_size = 1;
@@ -146,11 +156,7 @@ Test(segment_pool, overload_stays_under_the_derived_cap_with_exact_accounting)
     agent_test_start(agent_test_path(), small_carrier);
     uint64_t cap = sw__agent_blocks_max();
     cr_assert_eq(cap, 2 * 4 + SW__SEGMENT_POOL_MARGIN, "derived cap %llu", (unsigned long long)cap);
-    pthread_t t[FLOOD_THREADS];
-    for (int i = 0; i < FLOOD_THREADS; i++)
-        cr_assert_eq(pthread_create(&t[i], NULL, flood, NULL), 0);
-    for (int i = 0; i < FLOOD_THREADS; i++)
-        pthread_join(t[i], NULL);
+    flood_run();
     uint64_t blocks = sw__agent_blocks_allocated();
     sw_stats_t st = agent_test_stop();
     cr_expect_leq(blocks, cap, "%llu blocks over the cap %llu", (unsigned long long)blocks,
@@ -173,11 +179,7 @@ static void tiny_cap(sw_config_t *cfg)
 Test(segment_pool, overload_with_a_tiny_cap_counts_every_unrecorded_trace)
 {
     agent_test_start(agent_test_path(), tiny_cap);
-    pthread_t t[FLOOD_THREADS];
-    for (int i = 0; i < FLOOD_THREADS; i++)
-        cr_assert_eq(pthread_create(&t[i], NULL, flood, NULL), 0);
-    for (int i = 0; i < FLOOD_THREADS; i++)
-        pthread_join(t[i], NULL);
+    flood_run();
     uint64_t blocks = sw__agent_blocks_allocated();
     sw_stats_t st = agent_test_stop();
     cr_expect_leq(blocks, 3);

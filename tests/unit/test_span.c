@@ -9,6 +9,7 @@
 #include "agent_internal.h"
 #include "core/ids.h"
 #include "test_agent_support.h"
+#include "test_util.h"
 
 Test(span, calls_while_the_agent_is_off_are_harmless_no_ops)
 {
@@ -183,16 +184,7 @@ Test(ids, unique_across_threads_even_within_one_millisecond)
 /* A child of a multi-threaded process cannot start threads under the sanitizers' runtimes:
    TSan refuses, and clang 14's ASan allocator can stay locked by a parent thread that was
    inside it at the fork, so the child's new thread hangs. There the child only checks its ids. */
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-#define CHILD_CAN_RESTART_AGENT 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define CHILD_CAN_RESTART_AGENT 0
-#endif
-#endif
-#ifndef CHILD_CAN_RESTART_AGENT
-#define CHILD_CAN_RESTART_AGENT 1
-#endif
+#define CHILD_CAN_RESTART_AGENT (!TEST_SANITIZED)
 
 Test(ids, a_forked_child_gets_a_new_process_uuid_and_can_restart_the_agent)
 {

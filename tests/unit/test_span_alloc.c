@@ -12,18 +12,11 @@
 
 #include "agent_internal.h"
 #include "test_agent_support.h"
-
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define SANITIZED 1
-#endif
-#endif
+#include "test_util.h"
 
 static __thread unsigned long allocations;
 
-#ifndef SANITIZED
+#if !TEST_SANITIZED
 void *__libc_malloc(size_t);
 void *__libc_calloc(size_t, size_t);
 void *__libc_realloc(void *, size_t);
@@ -73,7 +66,7 @@ static void wait_reported(uint64_t target)
                    (unsigned long long)st.segments_reported, (unsigned long long)target);
 }
 
-#ifndef SANITIZED
+#if !TEST_SANITIZED
 static void big_segments(sw_config_t *cfg)
 {
     cfg->span_limit_per_segment = 10000;
@@ -85,7 +78,7 @@ static void big_segments(sw_config_t *cfg)
    recycled block: begin/end/tag never allocate. */
 Test(span_alloc, ten_thousand_span_pairs_allocate_nothing)
 {
-#ifdef SANITIZED
+#if TEST_SANITIZED
     cr_skip_test("the sanitizer interposes malloc; allocation counting runs in the default "
                  "preset only");
 #else
@@ -153,7 +146,7 @@ static void steady_state(unsigned long *allocs, uint64_t *new_blocks)
 
 Test(span_alloc, recycled_segments_allocate_nothing_in_steady_state)
 {
-#ifdef SANITIZED
+#if TEST_SANITIZED
     cr_skip_test("the sanitizer interposes malloc; allocation counting runs in the default "
                  "preset only");
 #else

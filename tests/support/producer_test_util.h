@@ -1,0 +1,53 @@
+/*
+ * producer_test_util.h - helpers shared by the producer's integration tests (criterion):
+ * creating a producer from key/value settings, and walking the "<tag>:<id>..." lines that the
+ * tests read back from a topic with kcat.
+ */
+#ifndef PRODUCER_TEST_UTIL_H
+#define PRODUCER_TEST_UTIL_H
+
+#include <criterion/criterion.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kproducer.h"
+
+/* A producer for `bootstrap` with the settings of kv, a NULL-terminated list of key, value
+ * pairs (kv itself may be NULL). A setting that is refused or a producer that cannot be made
+ * fails the test with the producer's message. The caller owns the producer (kp_close). */
+static inline kp_producer_t *producer_test_new(const char *bootstrap, const char *const *kv)
+{
+    char err[256];
+    kp_conf_t *c = kp_conf_new();
+    cr_assert_eq(kp_conf_set(c, "bootstrap.servers", bootstrap, err, sizeof(err)), 0, "%s", err);
+    for (; kv && kv[0]; kv += 2)
+        cr_assert_eq(kp_conf_set(c, kv[0], kv[1], err, sizeof(err)), 0, "%s", err);
+    kp_producer_t *p = kp_producer_new(c, err, sizeof(err));
+    kp_conf_destroy(c);
+    cr_assert_not_null(p, "kp_producer_new: %s", err);
+    return p;
+}
+
+/* Advances *cursor (within [*cursor, end)) to the next complete line "<tag>:<id>..." and
+ * stores the id, parsed as a decimal, in *id. Lines of other tags are skipped, and so is a
+ * last line without '\n'. Returns false when no such line is left. */
+static inline bool tagged_line_next(char **cursor, char *end, const char *tag, long *id)
+{
+    size_t tl = strlen(tag);
+    while (*cursor < end) {
+        char *line = *cursor;
+        char *nl = memchr(line, '\n', (size_t)(end - line));
+        if (!nl)
+            break;
+        *cursor = nl + 1;
+        if (strncmp(line, tag, tl) != 0 || line[tl] != ':')
+            continue;
+        *id = strtol(line + tl + 1, NULL, 10);
+        return true;
+    }
+    *cursor = end;
+    return false;
+}
+
+#endif /* PRODUCER_TEST_UTIL_H */

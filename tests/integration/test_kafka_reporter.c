@@ -20,6 +20,7 @@
 #include "management.pb-c.h"
 #include "report/kafka_reporter.h"
 #include "skywalking.h"
+#include "test_agent_support.h"
 #include "test_util.h"
 #include "tracing.pb-c.h"
 
@@ -326,19 +327,6 @@ static void config_kafka(sw_config_t *cfg, const char *bootstrap, const char *se
                  0, "%s", err);
 }
 
-static sw_stats_t stats_after_shutdown(void)
-{
-    cr_assert_eq(sw_shutdown(), 0);
-    sw_stats_t st;
-    sw_stats(&st);
-    cr_assert_eq(st.segments_finished,
-                 st.segments_reported + st.segments_dropped + st.segments_failed,
-                 "finished %llu != reported %llu + dropped %llu + failed %llu",
-                 (unsigned long long)st.segments_finished, (unsigned long long)st.segments_reported,
-                 (unsigned long long)st.segments_dropped, (unsigned long long)st.segments_failed);
-    return st;
-}
-
 Test(kafka_reporter, api_exact_accounting, .timeout = 240)
 {
     sw_test_kafka_t k;
@@ -350,7 +338,7 @@ Test(kafka_reporter, api_exact_accounting, .timeout = 240)
     int rc = sw_init(&cfg);
     cr_assert_eq(rc, 0, "sw_init: %s", sw_strerror(rc));
     threads_run(API_SEGMENTS_PER_THREAD);
-    sw_stats_t st = stats_after_shutdown();
+    sw_stats_t st = agent_test_stop();
     cr_assert_eq(st.segments_finished, API_THREADS * API_SEGMENTS_PER_THREAD);
     cr_assert_eq(st.segments_failed, 0, "a live broker failed segments");
     cr_assert_gt(st.segments_reported, 0);
@@ -378,7 +366,7 @@ Test(kafka_reporter, topic_overrides_with_namespace, .timeout = 240)
     int rc = sw_init(&cfg);
     cr_assert_eq(rc, 0, "sw_init: %s", sw_strerror(rc));
     threads_run(10);
-    sw_stats_t st = stats_after_shutdown();
+    sw_stats_t st = agent_test_stop();
     cr_assert_eq(st.segments_reported, API_THREADS * 10);
     records_t segs = topic_read(k.bootstrap, "krns-kr-segs");
     cr_assert_eq(segments_check(&segs, service, service), st.segments_reported);
@@ -420,7 +408,7 @@ Test(kafka_reporter, heartbeat_pings_periodically, .timeout = 240)
             nanosleep(&pause, NULL);
         }
     }
-    stats_after_shutdown();
+    agent_test_stop();
     cr_assert_geq(pings, 3, "only %zu pings of %s after 30 reads of the topic", pings, service);
 }
 
@@ -438,7 +426,7 @@ Test(kafka_reporter, shutdown_wakes_the_management_thread, .timeout = 60)
     int rc = sw_init(&cfg);
     cr_assert_eq(rc, 0, "sw_init: %s", sw_strerror(rc));
     threads_run(1);
-    sw_stats_t st = stats_after_shutdown();
+    sw_stats_t st = agent_test_stop();
     cr_assert_eq(st.segments_reported, API_THREADS);
     records_t mgmt = topic_read(k.bootstrap, "skywalking-managements");
     management_check(&mgmt, service, service);
@@ -469,7 +457,7 @@ Test(kafka_reporter, backend_down_never_blocks_hosts, .timeout = 120)
     long before = proc_status_kb("VmRSS");
     threads_run(3100);
     long after = proc_status_kb("VmRSS");
-    sw_stats_t st = stats_after_shutdown();
+    sw_stats_t st = agent_test_stop();
     cr_assert_eq(st.segments_finished, API_THREADS * 5100);
     cr_assert_eq(st.segments_reported, 0, "nothing can be reported without a broker");
     cr_assert_eq(st.segments_dropped + st.segments_failed, st.segments_finished);
@@ -505,7 +493,7 @@ Test(kafka_reporter, shutdown_with_the_broker_down_is_bounded, .timeout = 120)
     threads_run(20);
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    sw_stats_t st = stats_after_shutdown();
+    sw_stats_t st = agent_test_stop();
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double seconds = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
     cr_assert_lt(seconds, 30.0, "sw_shutdown took %.1f s with the broker down", seconds);

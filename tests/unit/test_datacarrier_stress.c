@@ -1,7 +1,11 @@
 /*
  * test_datacarrier_stress.c - 4 producer threads x N items into 2 consumer threads, for both
- * strategies. Every item encodes (producer id, sequence); the consumers mark a per-producer
- * bitmap, so a lost, duplicated or torn item is detected.
+ * strategies. Every item is a pointer to a record the producer writes with plain stores just
+ * before dc_produce (producer id, sequence, a check word); the consumer reads the record with
+ * plain loads and checks it, then marks a per-producer bitmap. A lost, duplicated or torn item
+ * is detected, and so is a publish that does not order the record's writes before the item:
+ * under TSan a relaxed slot store in dc__ring_push shows as a data race on the record, and on
+ * any build the consumer may see a stale record (counted as torn).
  *
  * N is 1M in the default build. Sanitizer builds run 10-20x slower, so they use 100k
  * (the interleavings that matter happen within the first thousands of wrap-arounds); the
@@ -29,6 +33,7 @@ typedef struct run {
     dc_carrier_t *carrier;
     uint32_t items;                      /* per producer */
     _Atomic uint64_t *bitmap[PRODUCERS]; /* items bits each; set with fetch_or (2 consumers) */
+    struct record *records[PRODUCERS];   /* items each; record i written by its producer only */
     _Atomic uint64_t seen;
     _Atomic uint64_t duplicates;
     _Atomic uint64_t torn;
@@ -36,10 +41,29 @@ typedef struct run {
     _Atomic int exits;
 } run_t;
 
-/* Item = ((producer + 1) << 32) | sequence: never NULL, every bit checked on arrival. */
-static void *item_encode(uint32_t producer, uint32_t seq)
+/*
+ * What an item points at. Written with plain stores by its producer before dc_produce and read
+ * with plain loads by a consumer: only the carrier's release/acquire pair orders the two, which
+ * is what this test checks. Each record is used once, so no write follows the publish.
+ */
+typedef struct record {
+    uint32_t producer;
+    uint32_t seq;
+    uint64_t check; /* record_check(producer, seq): a stale or half-seen record fails it */
+} record_t;
+
+static uint64_t record_check(uint32_t producer, uint32_t seq)
 {
-    return (void *)(((uintptr_t)(producer + 1) << 32) | seq);
+    return (((uint64_t)producer << 32) | seq) * UINT64_C(0x9e3779b97f4a7c15) ^ UINT64_C(0xa5a5);
+}
+
+static void *item_make(run_t *run, uint32_t producer, uint32_t seq)
+{
+    record_t *r = &run->records[producer][seq];
+    r->producer = producer;
+    r->seq = seq;
+    r->check = record_check(producer, seq);
+    return r;
 }
 
 static uint32_t items_per_producer(void)
@@ -55,10 +79,11 @@ static void check_batch(void *ctx, void **items, size_t n)
 {
     run_t *run = ctx;
     for (size_t i = 0; i < n; i++) {
-        uintptr_t v = (uintptr_t)items[i];
-        uint64_t producer = (v >> 32) - 1;
-        uint32_t seq = (uint32_t)v;
-        if (producer >= PRODUCERS || seq >= run->items) {
+        const record_t *r = items[i];
+        uint32_t producer = r->producer;
+        uint32_t seq = r->seq;
+        if (producer >= PRODUCERS || seq >= run->items || r != &run->records[producer][seq] ||
+            r->check != record_check(producer, seq)) {
             atomic_fetch_add_explicit(&run->torn, 1, memory_order_relaxed);
             continue;
         }
@@ -89,7 +114,7 @@ static void *producer_main(void *arg)
     producer_arg_t *p = arg;
     uint64_t accepted = 0;
     for (uint32_t seq = 0; seq < p->run->items; seq++) {
-        accepted += dc_produce(p->run->carrier, item_encode(p->id, seq));
+        accepted += dc_produce(p->run->carrier, item_make(p->run, p->id, seq));
     }
     atomic_store_explicit(&p->run->accepted[p->id], accepted, memory_order_relaxed);
     return NULL;
@@ -111,6 +136,8 @@ static void stress(dc_strategy_t strategy, dc_partitioner_t partitioner)
     for (int p = 0; p < PRODUCERS; p++) {
         run.bitmap[p] = calloc(words, sizeof(uint64_t));
         cr_assert_not_null(run.bitmap[p]);
+        run.records[p] = calloc(run.items, sizeof(record_t));
+        cr_assert_not_null(run.records[p]);
     }
     char err[256];
     run.carrier = dc_carrier_create("stress", 4, 256, strategy, partitioner, err, sizeof err);
@@ -162,6 +189,7 @@ static void stress(dc_strategy_t strategy, dc_partitioner_t partitioner)
     dc_carrier_destroy(run.carrier);
     for (int p = 0; p < PRODUCERS; p++) {
         free(run.bitmap[p]);
+        free(run.records[p]);
     }
 }
 

@@ -1,5 +1,5 @@
 /*
- * test_buffer_pool.c - BufferPool (seed 000): pooled and non-pooled paths, free_up, FIFO
+ * test_buffer_pool.c - BufferPool (Java: BufferPool): pooled and non-pooled paths, free_up, FIFO
  * waiters, the max.block.ms timeout and close. Real threads; waits are bounded loops on the
  * pool's own waiter count, never sleeps.
  */

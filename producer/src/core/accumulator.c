@@ -1,5 +1,6 @@
 /*
- * accumulator.c - RecordAccumulator (seed 001). See accumulator.h for the locking rules.
+ * accumulator.c - RecordAccumulator, as in the Java client. See accumulator.h for the locking
+ * rules.
  */
 #include "core/accumulator.h"
 

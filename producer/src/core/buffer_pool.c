@@ -1,5 +1,5 @@
 /*
- * buffer_pool.c - BufferPool as in the Java producer (seed 000).
+ * buffer_pool.c - BufferPool as in the Java producer (BufferPool.java).
  *
  * Invariant (under `lock`): non_pooled + free_count * poolable + allocated bytes == total.
  * The free list is a deque: allocate() takes from the front, deallocate() appends at the back,

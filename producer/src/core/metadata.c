@@ -1,5 +1,5 @@
 /*
- * metadata.c - cluster metadata (seed 002). See metadata.h for the locking rules.
+ * metadata.c - cluster metadata (Java: ProducerMetadata). See metadata.h for the locking rules.
  */
 #include "core/metadata.h"
 

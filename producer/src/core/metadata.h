@@ -1,6 +1,6 @@
 /*
- * metadata.h - the producer's view of the cluster (seed 002): brokers, and for each topic the
- * application asked for, its partitions and their leaders; with `version`, `need_update`,
+ * metadata.h - the producer's view of the cluster (Java: ProducerMetadata): brokers, and for each
+ * topic the application asked for, its partitions and their leaders; with `version`, `need_update`,
  * refresh backoff and max age, request_update()/await_update().
  *
  * Threads: application threads (kp_send) call kp__metadata_wait_topic(), which registers the

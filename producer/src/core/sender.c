@@ -1,6 +1,6 @@
 /*
- * sender.c - the Sender thread's loop (seed 001): metadata update -> (producer id) -> ready ->
- * drain -> ProduceRequest per node -> poll -> responses -> callbacks / retries / expiry.
+ * sender.c - the Sender thread's loop (Java: Sender.runOnce): metadata update -> (producer id) ->
+ * ready -> drain -> ProduceRequest per node -> poll -> responses -> callbacks / retries / expiry.
  */
 #include <stdlib.h>
 

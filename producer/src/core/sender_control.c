@@ -1,7 +1,7 @@
 /*
  * sender_control.c - the sender's control requests: the ApiVersions handshake with per-API
- * version negotiation, Metadata refreshes to the least-loaded node (seed 002's maybeUpdate),
- * and InitProducerId for idempotence. Sender thread only.
+ * version negotiation, Metadata refreshes to the least-loaded node (Java:
+ * NetworkClient.maybeUpdate), and InitProducerId for idempotence. Sender thread only.
  */
 #include <stdlib.h>
 #include <string.h>

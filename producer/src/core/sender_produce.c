@@ -1,5 +1,5 @@
 /*
- * sender_produce.c - the produce path of the sender (seed 001's sendProducerData): drain
+ * sender_produce.c - the produce path of the sender (Java: Sender.sendProducerData): drain
  * ready batches per leader node up to max.request.size, stamp them (producer id, epoch,
  * sequence) and close them (gzip), one ProduceRequest per node; then handle responses:
  * callbacks, retries with backoff in partition order, expiry after delivery.timeout.ms.

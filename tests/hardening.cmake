@@ -11,5 +11,6 @@ add_test(NAME build_hardening
     $<TARGET_FILE:datacarrier_shared>
     $<TARGET_FILE:swtrace>
     $<TARGET_FILE:sw_demo>
-    $<TARGET_FILE:test_span>)
+    $<TARGET_FILE:test_span>
+  COMMAND_EXPAND_LISTS) # an empty --fortify argument is dropped, not passed as ""
 set_tests_properties(build_hardening PROPERTIES LABELS unit TIMEOUT 60)

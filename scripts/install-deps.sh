@@ -6,12 +6,13 @@ set -eu
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
 
-# Build: compilers (gcc for default/tsan, clang for asan and libFuzzer), cmake, ninja.
+# Build: compilers (gcc/g++ for default/tsan, clang/clang++ for asan and libFuzzer; g++ also
+# compiles the C++ API's test in every preset), cmake, ninja; dpkg-dev for `cpack -G DEB`.
 # Libraries: protobuf-c (SegmentObject encoding), gRPC core C API (OAP reporter), zlib (gzip).
 # Tests: criterion (unit tests), kcat (independent Kafka consumer), a JDK and Maven (the real
 # Apache Kafka broker), curl and libmicrohttpd (preload tests), librdkafka (producer benchmark
 # baseline), python3 grpcio (test collector), wrk (load generator).
-PACKAGES="build-essential cmake ninja-build pkg-config clang libclang-rt-14-dev llvm clang-format
+PACKAGES="build-essential g++ dpkg-dev cmake ninja-build pkg-config clang libclang-rt-14-dev llvm clang-format
   libprotobuf-c-dev protobuf-c-compiler libgrpc-dev zlib1g-dev
   libcriterion-dev kcat default-jdk-headless maven curl libcurl4-openssl-dev libmicrohttpd-dev
   librdkafka-dev python3 python3-grpcio python3-grpc-tools python3-protobuf wrk"

@@ -10,11 +10,9 @@ if(TARGET skywalking AND TARGET kproducer AND TARGET sw_demo)
   add_dependencies(test_kafka_reporter sw_demo)
   sw_kafka_test(test_kafka_reporter)
 
-  if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/bench/reporter_bench.c)
-    sw_add_bench(reporter_bench SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/bench/reporter_bench.c
-                 LIBS skywalking LABELS kafka FIXTURES kafka)
-    target_compile_definitions(reporter_bench PRIVATE
-      SW_GRPC_COLLECTOR_PY="${PROJECT_SOURCE_DIR}/tests/support/grpc_collector.py")
-    sw_kafka_test(reporter_bench_smoke)
-  endif()
+  sw_add_bench(reporter_bench SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/bench/reporter_bench.c
+               LIBS skywalking LABELS kafka FIXTURES kafka)
+  target_compile_definitions(reporter_bench PRIVATE
+    SW_GRPC_COLLECTOR_PY="${PROJECT_SOURCE_DIR}/tests/support/grpc_collector.py")
+  sw_kafka_test(reporter_bench_smoke)
 endif()

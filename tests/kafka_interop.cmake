@@ -1,11 +1,6 @@
 # Wire interop with a real Apache Kafka 4.x broker (label kafka): the protocol layer of
 # libkproducer (producer/src/wire) speaks ApiVersions, Metadata and Produce v3 / newest over a
 # plain socket, and kcat reads every record back byte for byte.
-# Registered once the wire layer's sources exist (they are written in parallel).
-set(sw_wire_dir ${PROJECT_SOURCE_DIR}/producer/src/wire)
-if(TARGET kproducer_internal AND EXISTS ${sw_wire_dir}/record_batch.c
-   AND EXISTS ${sw_wire_dir}/protocol.c AND EXISTS ${sw_wire_dir}/codec.c)
-  sw_add_unit_test(test_kafka_wire_interop SOURCES integration/test_kafka_wire_interop.c
-                   LIBS kproducer_internal LABELS kafka TIMEOUT 300)
-  sw_kafka_test(test_kafka_wire_interop)
-endif()
+sw_add_unit_test(test_kafka_wire_interop SOURCES integration/test_kafka_wire_interop.c
+                 LIBS kproducer_internal LABELS kafka TIMEOUT 300)
+sw_kafka_test(test_kafka_wire_interop)

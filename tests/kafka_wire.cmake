@@ -1,8 +1,6 @@
 # Kafka wire layer (producer/src/wire): protocol primitives and messages, RecordBatch v2,
 # CRC-32C, murmur2, gzip. Unit tests, one fuzzer per decoder, and the codec benchmark.
 if(TARGET kproducer_internal)
-  # ZLIB::ZLIB is imported in producer/ only; the fuzzers below link it directly.
-  find_package(ZLIB REQUIRED)
   foreach(t kafka_codec kafka_protocol record_batch crc32c murmur2)
     sw_add_unit_test(test_${t}
       SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_${t}.c

@@ -4,22 +4,20 @@
 # The LD_PRELOAD tests preload the library into the system's curl, ls and sort. A sanitizer
 # build of the library cannot be loaded into those uninstrumented programs (the sanitizer
 # runtime lives in the executable), so they are registered in plain builds only.
-if(NOT TARGET skywalking)
-  return()
-endif()
-
 pkg_check_modules(PL_CURL REQUIRED IMPORTED_TARGET libcurl)
 pkg_check_modules(PL_MHD REQUIRED IMPORTED_TARGET libmicrohttpd)
 
 # An ordinary libcurl + libmicrohttpd program that knows nothing of skywalking.
 add_executable(pl_server integration/preload/pl_server.c)
 target_link_libraries(pl_server PRIVATE PkgConfig::PL_CURL PkgConfig::PL_MHD Threads::Threads)
+sw_target_defaults(pl_server)
 
 # A program built with -finstrument-functions; -rdynamic so that dladdr can name its functions.
 add_executable(pl_cyg integration/preload/pl_cyg.c)
 target_compile_options(pl_cyg PRIVATE -finstrument-functions -O1)
 target_link_libraries(pl_cyg PRIVATE skywalking Threads::Threads)
 target_link_options(pl_cyg PRIVATE -rdynamic)
+sw_target_defaults(pl_cyg)
 
 sw_add_unit_test(test_preload_cyg
   SOURCES integration/test_preload_cyg.c integration/preload/pl_support.c
@@ -28,7 +26,7 @@ sw_add_unit_test(test_preload_cyg
 target_compile_definitions(test_preload_cyg PRIVATE PL_CYG="$<TARGET_FILE:pl_cyg>")
 add_dependencies(test_preload_cyg pl_cyg)
 
-if(TARGET skywalking-preload AND NOT SW_SANITIZE)
+if(NOT SW_SANITIZE)
   sw_add_unit_test(test_preload
     SOURCES integration/test_preload.c integration/preload/pl_support.c
     LIBS swproto

@@ -1,5 +1,4 @@
-# swtrace (agent/tools): the viewer for segment files. Registered only when the tools target
-# exists, so that this file never breaks a configure in which agent/ does not build tools yet.
+# swtrace (agent/tools): the viewer for segment files.
 if(TARGET swtrace AND TARGET swtrace_core)
   sw_add_unit_test(test_swtrace
     SOURCES ${CMAKE_CURRENT_LIST_DIR}/unit/test_swtrace.c
@@ -20,3 +19,10 @@ if(TARGET swtrace AND TARGET swtrace_core)
     CORPUS ${CMAKE_CURRENT_LIST_DIR}/fuzz/corpus/swtrace_read)
   target_include_directories(fuzz_swtrace_read PRIVATE ${swtrace_dir})
 endif()
+
+# The manual page (agent/tools/swtrace.1.in, installed) and the README describe what
+# `swtrace --help` prints.
+add_test(NAME swtrace_docs
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/support/check_swtrace_docs.sh $<TARGET_FILE:swtrace>
+          ${PROJECT_SOURCE_DIR}/agent/tools/swtrace.1.in ${PROJECT_SOURCE_DIR}/README.md)
+set_tests_properties(swtrace_docs PROPERTIES LABELS unit TIMEOUT 60)

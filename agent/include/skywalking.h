@@ -335,6 +335,25 @@ typedef struct sw_stats {
  */
 void sw_stats(sw_stats_t *stats);
 
+/* ----------------------------------------------------------------------------------------- */
+/* Function-level spans (-finstrument-functions)                                              */
+/* ----------------------------------------------------------------------------------------- */
+
+/*
+ * A program compiled with -finstrument-functions calls these on entry to and exit from every
+ * instrumented function; libskywalking defines them, and each call becomes a local span named
+ * by the function's symbol, filtered by the SW_CYG_* settings (read at the first call). They
+ * are declared here because libskywalking exports them; a program never calls them itself.
+ */
+#if defined(__GNUC__)
+__attribute__((no_instrument_function))
+#endif
+void __cyg_profile_func_enter(void *fn, void *call_site);
+#if defined(__GNUC__)
+__attribute__((no_instrument_function))
+#endif
+void __cyg_profile_func_exit(void *fn, void *call_site);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,40 @@
+#!/bin/sh
+# check_exports.sh LIBRARY.so HEADER.h
+# Passes when the shared library exports exactly the functions its public header declares:
+# the header's prototypes come from gcc -aux-info (every function declared, with the file that
+# declares it; static inline ones are not exported and not counted), the library's from
+# nm -D --defined-only (without the version node, an absolute symbol, and the @VERSION suffix).
+set -eu
+lib=$1
+header=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+gcc -fsyntax-only -aux-info "$tmp/aux" -x c "$header"
+grep -F "/* $header:" "$tmp/aux" | sed 's|^/\* [^ ]* \*/ ||' | grep -v '^static ' |
+    sed 's/ (.*//; s/.*[ *]//' | sort -u >"$tmp/declared"
+nm -D --defined-only "$lib" | awk '$2 != "A" { sub(/@.*/, "", $3); print $3 }' |
+    sort -u >"$tmp/exported"
+
+if [ ! -s "$tmp/declared" ]; then
+    echo "check_exports: no function found in $header" >&2
+    exit 1
+fi
+status=0
+comm -13 "$tmp/declared" "$tmp/exported" >"$tmp/extra"
+comm -23 "$tmp/declared" "$tmp/exported" >"$tmp/missing"
+if [ -s "$tmp/extra" ]; then
+    echo "check_exports: $lib exports symbols that $header does not declare:" >&2
+    sed 's/^/  /' "$tmp/extra" >&2
+    status=1
+fi
+if [ -s "$tmp/missing" ]; then
+    echo "check_exports: $header declares functions that $lib does not export" \
+         "(add them to the library's version script, <folder>/<name>.map):" >&2
+    sed 's/^/  /' "$tmp/missing" >&2
+    status=1
+fi
+if [ "$status" = 0 ]; then
+    echo "check_exports: $lib exports exactly the $(wc -l <"$tmp/declared") functions of $header"
+fi
+exit $status

@@ -1,0 +1,396 @@
+/*
+ * test_skywalking_hpp.cpp - the C++ API (agent/include/skywalking.hpp): guards end their span
+ * at scope exit and mark it as an error only when an exception unwinds through the scope;
+ * string_view arguments (long, not NUL-terminated, from std::string); traced() carries a trace
+ * into std::thread and std::async; the header's functions are noexcept. Each test records to a
+ * private file and reads it back with protobuf-c.
+ */
+#include <criterion/criterion.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <future>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+#include "skywalking.hpp"
+#include "tracing.pb-c.h"
+
+/* Used only in the unevaluated noexcept checks below; external so that clang does not flag them. */
+void plain_task() noexcept;
+void throwing_task();
+
+namespace
+{
+
+using Segment = Skywalking__V3__SegmentObject;
+using Span = Skywalking__V3__SpanObject;
+
+/* Nothing the header offers throws (its only exceptions are the ones a traced callable throws). */
+static_assert(noexcept(skywalking::local_span("x")));
+static_assert(noexcept(skywalking::local_span(std::string_view("x"))));
+static_assert(noexcept(skywalking::entry_span(std::string_view("x"), std::string_view())));
+static_assert(noexcept(skywalking::exit_span("x", "peer")));
+static_assert(noexcept(skywalking::snapshot::capture()));
+static_assert(noexcept(skywalking::traced("x", plain_task)));
+static_assert(noexcept(skywalking::traced("x", plain_task)()));
+static_assert(!noexcept(skywalking::traced("x", throwing_task)()),
+              "a task that may throw is not declared noexcept");
+static_assert(!std::is_copy_constructible_v<skywalking::local_span>);
+static_assert(!std::is_move_constructible_v<skywalking::exit_span>);
+
+struct recording {
+    char path[256];
+};
+
+recording start_agent()
+{
+    recording r;
+    char dir[] = "/tmp/sw-hpp-test-XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    std::snprintf(r.path, sizeof r.path, "%s/segments.bin", dir);
+    sw_config_t cfg;
+    sw_config_init(&cfg);
+    std::snprintf(cfg.file_path, sizeof cfg.file_path, "%s", r.path);
+    std::snprintf(cfg.service_name, sizeof cfg.service_name, "hpp-service");
+    std::snprintf(cfg.instance_name, sizeof cfg.instance_name, "hpp-instance");
+    int rc = sw_init(&cfg);
+    cr_assert_eq(rc, 0, "sw_init: %s", sw_strerror(rc));
+    return r;
+}
+
+/* Stops the agent, checks the accounting, and decodes every segment of the file. */
+std::vector<Segment *> stop_and_read(const recording &r)
+{
+    cr_assert_eq(sw_shutdown(), 0);
+    sw_stats_t st;
+    sw_stats(&st);
+    cr_assert_eq(st.segments_finished, st.segments_reported, "finished %llu, reported %llu",
+                 (unsigned long long)st.segments_finished,
+                 (unsigned long long)st.segments_reported);
+    std::FILE *f = std::fopen(r.path, "rb");
+    cr_assert_not_null(f, "no segment file %s", r.path);
+    std::vector<unsigned char> bytes;
+    unsigned char chunk[4096];
+    for (std::size_t n; (n = std::fread(chunk, 1, sizeof chunk, f)) > 0;)
+        bytes.insert(bytes.end(), chunk, chunk + n);
+    std::fclose(f);
+    std::vector<Segment *> out;
+    std::size_t pos = 0;
+    while (pos < bytes.size()) {
+        std::uint64_t len = 0;
+        for (int shift = 0;; shift += 7) {
+            cr_assert_lt(pos, bytes.size(), "truncated length at %zu", pos);
+            unsigned char b = bytes[pos++];
+            len |= std::uint64_t(b & 0x7f) << shift;
+            if (!(b & 0x80))
+                break;
+        }
+        cr_assert_leq(len, bytes.size() - pos, "truncated record at %zu", pos);
+        Segment *s = skywalking__v3__segment_object__unpack(nullptr, len, &bytes[pos]);
+        cr_assert_not_null(s, "undecodable record at %zu", pos);
+        out.push_back(s);
+        pos += len;
+    }
+    cr_assert_eq(out.size(), st.segments_reported);
+    return out;
+}
+
+void free_all(std::vector<Segment *> &segments)
+{
+    for (Segment *s : segments)
+        skywalking__v3__segment_object__free_unpacked(s, nullptr);
+    segments.clear();
+}
+
+const Span *find_span(const std::vector<Segment *> &segments, std::string_view op,
+                      const Segment **owner = nullptr)
+{
+    for (const Segment *s : segments)
+        for (std::size_t i = 0; i < s->n_spans; i++)
+            if (op == s->spans[i]->operationname) {
+                if (owner != nullptr)
+                    *owner = s;
+                return s->spans[i];
+            }
+    cr_assert_fail("no span named '%.*s'", (int)op.size(), op.data());
+    return nullptr;
+}
+
+const char *tag_value(const Span *span, const char *key)
+{
+    for (std::size_t i = 0; i < span->n_tags; i++)
+        if (std::strcmp(span->tags[i]->key, key) == 0)
+            return span->tags[i]->value;
+    return nullptr;
+}
+
+/* The value of `key` in the span's first log that has it, or nullptr. */
+const char *log_value(const Span *span, const char *key)
+{
+    for (std::size_t i = 0; i < span->n_logs; i++)
+        for (std::size_t k = 0; k < span->logs[i]->n_data; k++)
+            if (std::strcmp(span->logs[i]->data[k]->key, key) == 0)
+                return span->logs[i]->data[k]->value;
+    return nullptr;
+}
+
+void work_that_throws()
+{
+    skywalking::local_span inner("inner");
+    inner.tag("stage", "before throw");
+    throw std::runtime_error("disk on fire");
+}
+
+/* Opens a span in a destructor that runs during stack unwinding: not the span's exception. */
+struct cleanup_with_span {
+    ~cleanup_with_span()
+    {
+        skywalking::local_span cleanup("cleanup");
+    }
+};
+
+} // namespace
+
+Test(hpp, guards_build_the_tree_and_end_on_scope_exit)
+{
+    recording r = start_agent();
+    std::string method = "GET";
+    {
+        skywalking::entry_span entry("GET /orders");
+        cr_expect_eq(entry.tag(std::string("http.method"), method), 0);
+        {
+            skywalking::local_span local(std::string_view("validate"));
+            skywalking::exit_span db("SELECT orders", std::string("db:5432"));
+            cr_expect_eq(db.set_layer(SW_LAYER_DATABASE), 0);
+            cr_expect_eq(db.set_component(5), 0);
+        }
+        skywalking::local_span after("render");
+    }
+    std::vector<Segment *> segments = stop_and_read(r);
+    cr_assert_eq(segments.size(), 1);
+    const Segment *seg = segments[0];
+    cr_assert_eq(seg->n_spans, 4);
+    const Span *entry = find_span(segments, "GET /orders");
+    const Span *local = find_span(segments, "validate");
+    const Span *db = find_span(segments, "SELECT orders");
+    const Span *after = find_span(segments, "render");
+    cr_expect_eq(entry->spantype, SKYWALKING__V3__SPAN_TYPE__Entry);
+    cr_expect_eq(entry->parentspanid, -1);
+    cr_expect_eq(local->parentspanid, entry->spanid);
+    cr_expect_eq(db->parentspanid, local->spanid);
+    cr_expect_eq(db->spantype, SKYWALKING__V3__SPAN_TYPE__Exit);
+    cr_expect_str_eq(db->peer, "db:5432");
+    cr_expect_eq(db->spanlayer, SKYWALKING__V3__SPAN_LAYER__Database);
+    cr_expect_eq(db->componentid, 5);
+    cr_expect_eq(after->parentspanid, entry->spanid, "render opened after validate ended");
+    cr_expect_str_eq(tag_value(entry, "http.method"), "GET");
+    for (std::size_t i = 0; i < seg->n_spans; i++)
+        cr_expect(!seg->spans[i]->iserror, "span %zu marked as an error", i);
+    free_all(segments);
+}
+
+Test(hpp, an_exception_unwinding_through_a_scope_marks_its_spans_as_errors)
+{
+    recording r = start_agent();
+    bool caught = false;
+    {
+        skywalking::entry_span entry("POST /upload");
+        try {
+            skywalking::local_span outer("outer");
+            work_that_throws();
+        } catch (const std::runtime_error &) {
+            caught = true;
+        }
+        /* Caught inside its own scope: this span saw no exception leave it. */
+        skywalking::local_span handled("handled");
+        try {
+            throw std::logic_error("caught here");
+        } catch (const std::logic_error &) {
+        }
+    }
+    cr_assert(caught);
+    std::vector<Segment *> segments = stop_and_read(r);
+    cr_assert_eq(segments.size(), 1, "the unwound spans ended and the segment finished");
+    const Span *inner = find_span(segments, "inner");
+    const Span *outer = find_span(segments, "outer");
+    cr_expect(inner->iserror);
+    cr_expect(outer->iserror);
+    cr_expect_str_eq(log_value(inner, "event"), "error");
+    cr_expect_str_eq(log_value(inner, "error.kind"), "exception");
+    cr_expect_str_eq(tag_value(inner, "stage"), "before throw");
+    cr_expect_eq(outer->parentspanid, find_span(segments, "POST /upload")->spanid);
+    cr_expect(!find_span(segments, "POST /upload")->iserror, "the exception was caught inside");
+    cr_expect(!find_span(segments, "handled")->iserror);
+    cr_expect_null(log_value(find_span(segments, "handled"), "event"));
+    free_all(segments);
+}
+
+Test(hpp, a_span_opened_by_a_destructor_during_unwinding_is_not_an_error)
+{
+    recording r = start_agent();
+    try {
+        skywalking::local_span root("root");
+        cleanup_with_span cleanup;
+        throw 42;
+    } catch (int) {
+    }
+    std::vector<Segment *> segments = stop_and_read(r);
+    cr_expect(find_span(segments, "root")->iserror);
+    cr_expect(!find_span(segments, "cleanup")->iserror,
+              "the exception started before the cleanup span existed");
+    free_all(segments);
+}
+
+Test(hpp, record_exception_logs_type_and_message)
+{
+    recording r = start_agent();
+    {
+        skywalking::local_span span("parse");
+        try {
+            throw std::out_of_range("index 7 of 3");
+        } catch (const std::exception &e) {
+            cr_expect_eq(span.record_exception(e), 0);
+        }
+    }
+    std::vector<Segment *> segments = stop_and_read(r);
+    const Span *span = find_span(segments, "parse");
+    cr_expect(span->iserror);
+    cr_expect_str_eq(log_value(span, "event"), "error");
+    cr_expect_str_eq(log_value(span, "error.kind"), "std::out_of_range");
+    cr_expect_str_eq(log_value(span, "message"), "index 7 of 3");
+    free_all(segments);
+}
+
+Test(hpp, string_views_are_passed_exactly_long_or_not_nul_terminated)
+{
+    recording r = start_agent();
+    const char buffer[] = "op-one|op-two";
+    std::string_view first(buffer, 6); /* "op-one", followed by '|' in memory */
+    std::string long_op(700, 'x');     /* longer than the in-place buffer: heap copy */
+    std::string long_value(300, 'v');
+    {
+        skywalking::local_span a(first);
+        a.tag(std::string_view(buffer + 7, 3), std::string_view(buffer + 10, 3)); /* op-, two */
+        skywalking::local_span b(long_op);
+        b.log("long", long_value);
+    }
+    std::vector<Segment *> segments = stop_and_read(r);
+    const Span *a = find_span(segments, "op-one");
+    cr_expect_str_eq(tag_value(a, "op-"), "two");
+    const Span *b = find_span(segments, long_op);
+    cr_expect_str_eq(log_value(b, "long"), long_value.c_str());
+    free_all(segments);
+}
+
+Test(hpp, exit_span_headers_continue_in_an_entry_span)
+{
+    recording r = start_agent();
+    std::string sw8;
+    {
+        skywalking::entry_span root("client");
+        skywalking::exit_span call("GET /next", "next:80");
+        cr_expect_eq(call.correlation_set("tenant", std::string("t-1")), 0);
+        skywalking::propagation_headers h = call.inject();
+        cr_assert(h.ok(), "inject: %s", sw_err_name(h.status));
+        sw8 = h.sw8;
+        cr_expect_neq(std::strstr(h.correlation, ":"), nullptr);
+    }
+    {
+        /* The downstream side, in the same process for the test. */
+        skywalking::entry_span server(std::string_view("GET /next"), sw8);
+    }
+    std::vector<Segment *> segments = stop_and_read(r);
+    cr_assert_eq(segments.size(), 2);
+    const Segment *client_seg = nullptr, *server_seg = nullptr;
+    find_span(segments, "client", &client_seg);
+    const Span *server = nullptr;
+    for (const Segment *s : segments)
+        if (s != client_seg)
+            server_seg = s;
+    server = server_seg->spans[0];
+    cr_assert_eq(server->n_refs, 1);
+    cr_expect_eq(server->refs[0]->reftype, SKYWALKING__V3__REF_TYPE__CrossProcess);
+    cr_expect_str_eq(server->refs[0]->parenttracesegmentid, client_seg->tracesegmentid);
+    cr_expect_str_eq(server_seg->traceid, client_seg->traceid);
+    free_all(segments);
+}
+
+Test(hpp, traced_carries_the_trace_into_std_thread_and_std_async)
+{
+    recording r = start_agent();
+    int async_result = 0;
+    bool async_threw = false;
+    {
+        skywalking::entry_span root("batch");
+        std::thread worker(skywalking::traced("thread work",
+                                              [](int n) {
+                                                  skywalking::local_span step("thread step");
+                                                  step.tag("n", std::to_string(n));
+                                              }),
+                           7);
+        worker.join();
+        std::future<int> f = std::async(
+            std::launch::async,
+            skywalking::traced(std::string("async work"), [](int a, int b) { return a * b; }), 6,
+            7);
+        async_result = f.get();
+        std::future<void> g = std::async(std::launch::async, skywalking::traced("async throws", [] {
+                                             throw std::runtime_error("from the task");
+                                         }));
+        try {
+            g.get();
+        } catch (const std::runtime_error &) {
+            async_threw = true;
+        }
+    }
+    cr_expect_eq(async_result, 42);
+    cr_expect(async_threw, "the task's exception reaches future::get unchanged");
+    std::vector<Segment *> segments = stop_and_read(r);
+    cr_assert_eq(segments.size(), 4, "the root's and one per task");
+    const Segment *root_seg = nullptr;
+    const Span *root = find_span(segments, "batch", &root_seg);
+    for (const char *op : {"thread work", "async work", "async throws"}) {
+        const Segment *seg = nullptr;
+        const Span *task = find_span(segments, op, &seg);
+        cr_assert_neq(seg, root_seg, "%s ran on another thread: its own segment", op);
+        cr_assert_eq(task->n_refs, 1, "%s has a reference to its parent", op);
+        cr_expect_eq(task->refs[0]->reftype, SKYWALKING__V3__REF_TYPE__CrossThread);
+        cr_expect_str_eq(task->refs[0]->parenttracesegmentid, root_seg->tracesegmentid);
+        cr_expect_eq(task->refs[0]->parentspanid, root->spanid);
+        cr_expect_str_eq(seg->traceid, root_seg->traceid, "%s joined the trace", op);
+    }
+    cr_expect_str_eq(tag_value(find_span(segments, "thread step"), "n"), "7");
+    cr_expect(find_span(segments, "async throws")->iserror);
+    cr_expect(!find_span(segments, "async work")->iserror);
+    free_all(segments);
+}
+
+Test(hpp, a_task_made_outside_a_trace_starts_its_own)
+{
+    recording r = start_agent();
+    skywalking::snapshot none = skywalking::snapshot::capture();
+    cr_expect(!none.captured());
+    cr_expect_eq(none.status(), SW_ENOSPAN);
+    std::thread t(skywalking::traced("orphan", [] {}));
+    t.join();
+    std::vector<Segment *> segments = stop_and_read(r);
+    cr_assert_eq(segments.size(), 1);
+    cr_expect_eq(find_span(segments, "orphan")->n_refs, 0);
+    free_all(segments);
+}
+
+Test(hpp, guards_are_harmless_while_the_agent_is_off)
+{
+    cr_assert(!sw_enabled());
+    skywalking::entry_span e("off", "not-a-valid-sw8");
+    cr_expect_eq(e.tag("k", "v"), SW_ENOSPAN);
+    skywalking::exit_span x(std::string_view("off"), std::string_view("peer:1"));
+    cr_expect_eq(x.inject().status, SW_ENOSPAN);
+    cr_expect(!x.capture().captured());
+}

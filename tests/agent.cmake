@@ -3,7 +3,7 @@
 # from agent/src to exercise the pure parsers directly.
 if(TARGET skywalking)
   set(SW_AGENT_TESTS test_span test_sw8 test_sampling test_config test_file_reporter
-                     test_span_alloc test_segment_pool)
+                     test_span_alloc test_segment_pool test_log)
   foreach(t ${SW_AGENT_TESTS})
     sw_add_unit_test(${t} SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/${t}.c LIBS skywalking)
     target_include_directories(${t} PRIVATE ${PROJECT_SOURCE_DIR}/agent/src
@@ -20,3 +20,8 @@ if(TARGET skywalking)
                LIBS skywalking)
   target_include_directories(span_bench PRIVATE ${PROJECT_SOURCE_DIR}/agent/src)
 endif()
+
+# One logging path (agent/src/log): no other write to stderr in the agent's library code.
+add_test(NAME agent_no_direct_stderr
+         COMMAND sh -c "! grep -rnE 'fprintf *[(] *stderr|fputs *[(][^;]*stderr|perror *[(]|[^_a-z]warnx? *[(]' '${PROJECT_SOURCE_DIR}/agent/src' '${PROJECT_SOURCE_DIR}/agent/preload'")
+set_tests_properties(agent_no_direct_stderr PROPERTIES LABELS unit)

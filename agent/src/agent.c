@@ -9,6 +9,7 @@
 #include "config/config.h"
 #include "config/list.h"
 #include "core/context.h"
+#include "log/log.h"
 #include "report/pipeline.h"
 
 /*
@@ -113,7 +114,7 @@ int sw_init(const sw_config_t *cfg)
     int rc = init_locked(cfg, err, sizeof err);
     if (rc != 0) {
         pthread_mutex_unlock(&lifecycle);
-        fprintf(stderr, "skywalking: %s (%s); the agent stays off\n", err[0] ? err : "sw_init",
+        sw__log(SW_LOG_ERROR, "%s (%s); the agent stays off", err[0] ? err : "sw_init",
                 sw_err_name(rc));
         return rc;
     }

@@ -13,6 +13,7 @@
 
 #include "../config/config.h"
 #include "../config/list.h"
+#include "../log/log.h"
 
 /* A PEM bundle larger than this is surely not a CA file. */
 #define CA_FILE_MAX (4u << 20)
@@ -218,7 +219,7 @@ void sw__grpc_conn_outcome(sw__grpc_conn_t *c, grpc_status_code status, const ch
 {
     if (status == GRPC_STATUS_OK) {
         if (c->down)
-            fprintf(stderr, "skywalking-c: gRPC %s: collector %s is reachable again\n", c->role,
+            sw__log(SW_LOG_INFO, "gRPC %s: collector %s is reachable again", c->role,
                     c->addresses[c->current]);
         c->down = false;
         c->failures_in_row = 0;
@@ -242,14 +243,16 @@ void sw__grpc_conn_outcome(sw__grpc_conn_t *c, grpc_status_code status, const ch
     } else {
         c->retry_at_ms = 0;
     }
-    if (!c->down)
-        fprintf(stderr,
-                "skywalking-c: gRPC %s: collector %s unavailable (%s%s%s); retrying %s with "
-                "backoff up to %d ms; data meanwhile is counted as failed\n",
+    if (!c->down) {
+        char esc[SW__LOG_ESCAPED_SIZE];
+        sw__log(SW_LOG_WARN,
+                "gRPC %s: collector %s unavailable (%s%s%s); retrying %s with backoff up to %d "
+                "ms; data meanwhile is counted as failed",
                 c->role, failed,
                 status == GRPC_STATUS_UNAVAILABLE ? "UNAVAILABLE" : "DEADLINE_EXCEEDED",
-                details && details[0] ? ": " : "", details ? details : "",
+                details && details[0] ? ": " : "", details ? SW__LOG_ESC(esc, details) : "",
                 c->address_count > 1 ? "the next address" : "it", SW_GRPC_BACKOFF_MAX_MS);
+    }
     c->down = true;
 }
 

@@ -14,6 +14,7 @@
 
 #include "../config/config.h"
 #include "../config/list.h"
+#include "../log/log.h"
 #include "instance_properties.h"
 #include "kproducer.h"
 
@@ -106,8 +107,8 @@ static void kafka_report(sw__reporter_t *self, const sw__report_record_t *record
         }
         failed++;
         if (rc != r->last_error_logged) { /* one line per change of error, not per record */
-            fprintf(stderr, "skywalking: kafka: cannot send a segment to %s: %s\n",
-                    r->topic_segment, kp_strerror(rc));
+            sw__log(SW_LOG_WARN, "kafka: cannot send a segment to %s: %s", r->topic_segment,
+                    kp_strerror(rc));
             r->last_error_logged = rc;
         }
         give_up = error_is_blocking(rc);

@@ -70,6 +70,11 @@ static int init_locked(const sw_config_t *cfg, char *errbuf, size_t errlen)
     sw__agent_t *a = &sw__agent;
     if (cfg != NULL) {
         a->config = *cfg;
+        if (sw__config_secure())
+            sw__log(SW_LOG_INFO,
+                    "the process runs with elevated privileges (AT_SECURE): the agent uses only "
+                    "the configuration the program passed to sw_init, nothing from the "
+                    "environment");
     } else {
         sw_config_init(&a->config);
         int rc = sw_config_load(&a->config, errbuf, errlen);

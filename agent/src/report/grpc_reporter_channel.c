@@ -15,9 +15,6 @@
 #include "../config/list.h"
 #include "../log/log.h"
 
-/* A PEM bundle larger than this is surely not a CA file. */
-#define CA_FILE_MAX (4u << 20)
-
 struct sw__grpc_conn {
     /* Everything below belongs to the one thread using the connection (see the header). */
     char *addresses[SW_GRPC_ADDRESSES_MAX];
@@ -102,34 +99,6 @@ static int addresses_parse(sw__grpc_conn_t *c, const char *list, char *errbuf, s
     return 0;
 }
 
-/* Reads the whole CA file into a NUL-terminated malloc'd string. */
-static int ca_file_read(const char *path, char **out, char *errbuf, size_t errlen)
-{
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
-        sw__errbuf_printf(errbuf, errlen, "SW_AGENT_SSL_CA_FILE: cannot open '%s': %s", path,
-                          strerror(errno));
-        return SW_ECONFIG;
-    }
-    char *buf = malloc(CA_FILE_MAX + 1);
-    size_t n = buf ? fread(buf, 1, CA_FILE_MAX + 1, f) : 0;
-    int err = ferror(f);
-    fclose(f);
-    if (buf == NULL)
-        return SW_ENOMEM;
-    if (err || n == 0 || n > CA_FILE_MAX) {
-        sw__errbuf_printf(errbuf, errlen, "SW_AGENT_SSL_CA_FILE: '%s' is %s", path,
-                          err      ? "unreadable"
-                          : n == 0 ? "empty"
-                                   : "larger than 4 MiB");
-        free(buf);
-        return SW_ECONFIG;
-    }
-    buf[n] = '\0';
-    *out = buf;
-    return 0;
-}
-
 static int credentials_create(sw__grpc_conn_t *c, const sw_config_t *cfg, char *errbuf,
                               size_t errlen)
 {
@@ -139,7 +108,7 @@ static int credentials_create(sw__grpc_conn_t *c, const sw_config_t *cfg, char *
     }
     char *roots = NULL;
     if (cfg->grpc_ssl_ca_file[0] != '\0') {
-        int rc = ca_file_read(cfg->grpc_ssl_ca_file, &roots, errbuf, errlen);
+        int rc = sw__config_ca_read(cfg->grpc_ssl_ca_file, &roots, errbuf, errlen);
         if (rc != 0)
             return rc;
     }

@@ -26,3 +26,13 @@ endif()
 add_test(NAME agent_no_direct_stderr
          COMMAND sh -c "! grep -rnE 'fprintf *[(] *stderr|fputs *[(][^;]*stderr|perror *[(]|[^_a-z]warnx? *[(]' '${PROJECT_SOURCE_DIR}/agent/src' '${PROJECT_SOURCE_DIR}/agent/preload'")
 set_tests_properties(agent_no_direct_stderr PROPERTIES LABELS unit)
+
+# A setuid-root copy of a program linked with libskywalking, run as an unprivileged user
+# (test_secure.c; skipped unless root, and under sanitizers).
+if(TARGET skywalking)
+  add_executable(sw_secure_probe ${CMAKE_CURRENT_SOURCE_DIR}/integration/secure/sw_secure_probe.c)
+  target_link_libraries(sw_secure_probe PRIVATE skywalking)
+  sw_add_unit_test(test_secure SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_secure.c)
+  target_compile_definitions(test_secure PRIVATE SW_SECURE_PROBE="$<TARGET_FILE:sw_secure_probe>")
+  add_dependencies(test_secure sw_secure_probe)
+endif()

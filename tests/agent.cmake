@@ -11,11 +11,13 @@ if(TARGET skywalking)
                                             ${CMAKE_CURRENT_SOURCE_DIR}/unit)
   endforeach()
 
-  foreach(f sw8 correlation config)
+  foreach(f sw8 correlation config producer_config cyg_patterns grpc_commands sw8x)
     sw_add_fuzzer(fuzz_${f} SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz_${f}.c
                   LIBS skywalking CORPUS ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus/fuzz_${f})
     target_include_directories(fuzz_${f} PRIVATE ${PROJECT_SOURCE_DIR}/agent/src)
   endforeach()
+  # The producer-config parser fills a kp_conf (libkproducer's public header).
+  target_include_directories(fuzz_producer_config PRIVATE ${PROJECT_SOURCE_DIR}/producer/include)
 
   sw_add_bench(span_bench SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/bench/span_bench.c
                LIBS skywalking)

@@ -3,6 +3,7 @@
  */
 #include "producer_config.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -11,6 +12,23 @@
 #include "list.h"
 
 #define PROPERTY_NAME_MAX 128
+
+/* Whether an item without '=' may be shown: a dotted lower-case name (a property missing its
+   value, "linger.ms") that does not name a secret. Anything else could be a bare secret. */
+static bool looks_like_property(const char *s, size_t n)
+{
+    if (n == 0 || n >= PROPERTY_NAME_MAX || memchr(s, '.', n) == NULL)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '-'))
+            return false;
+    }
+    char name[PROPERTY_NAME_MAX];
+    memcpy(name, s, n);
+    name[n] = '\0';
+    return !sw__config_name_is_secret(name);
+}
 
 static int property_apply(kp_conf_t *conf, const char *name, const char *value, char *errbuf,
                           size_t errlen)
@@ -44,10 +62,12 @@ int sw__producer_config_apply(kp_conf_t *conf, const char *text, char *errbuf, s
         const char *eq = memchr(piece, '=', n);
         if (eq == NULL) { /* continues the previous value: a list such as a:9092,b:9092 */
             if (name[0] == '\0') {
+                char shown[PROPERTY_NAME_MAX + 8] = "";
+                if (looks_like_property(piece, n))
+                    snprintf(shown, sizeof shown, " '%.*s'", (int)n, piece);
                 sw__errbuf_printf(errbuf, errlen,
-                                  "SW_KAFKA_PRODUCER_CONFIG: item %u is not name=value (not "
-                                  "shown)",
-                                  position);
+                                  "SW_KAFKA_PRODUCER_CONFIG: item %u%s is not name=value%s",
+                                  position, shown, shown[0] ? "" : " (not shown)");
                 return SW_ECONFIG;
             }
             if (vlen + 1 + n >= sizeof value) {

@@ -96,8 +96,8 @@ static void expect_refused(const char *key, const char *value, const char *key_n
 
 Test(hostile, secrets_are_never_printed)
 {
-    const char *tokens[] = {SECRET "\n", SECRET "\t", SECRET "\x7f", SECRET "\xc3\xa9",
-                            "\x01" SECRET};
+    const char *tokens[] = {(SECRET "\n"), (SECRET "\t"), (SECRET "\x7f"), (SECRET "\xc3\xa9"),
+                            ("\x01" SECRET)};
     for (size_t i = 0; i < sizeof tokens / sizeof tokens[0]; i++)
         expect_refused("SW_AGENT_AUTHENTICATION", tokens[i], "SW_AGENT_AUTHENTICATION");
     char longtok[400] = "";
@@ -105,22 +105,22 @@ Test(hostile, secrets_are_never_printed)
         strcat(longtok, SECRET);
     expect_refused("SW_AGENT_AUTHENTICATION", longtok, "value of SW_AGENT_AUTHENTICATION");
     const char *props[] = {
-        "sasl.password=" SECRET,
-        "ssl.key.password=" SECRET,
-        "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required "
-        "password=\"" SECRET "\"",
-        "oauth.token=" SECRET,
-        "client.secret=" SECRET ",acks=all",
+        ("sasl.password=" SECRET),
+        ("ssl.key.password=" SECRET),
+        ("sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required "
+         "password=\"" SECRET "\""),
+        ("oauth.token=" SECRET),
+        ("client.secret=" SECRET ",acks=all"),
         SECRET,
-        "acks=all,=" SECRET,
+        ("acks=all,=" SECRET),
     };
     for (size_t i = 0; i < sizeof props / sizeof props[0]; i++)
         expect_refused("SW_KAFKA_PRODUCER_CONFIG", props[i], "SW_KAFKA_PRODUCER_CONFIG");
 
     /* Config file lines: without '=', the bare secret, a bad byte. */
-    const char *lines[] = {"SW_AGENT_AUTHENTICATION " SECRET "\n", SECRET "\n",
-                           "SW_AGENT_AUTHENTICATION=" SECRET "\x02\n",
-                           "SW_AGENT_AUTHENTICATON=" SECRET "\n"};
+    const char *lines[] = {("SW_AGENT_AUTHENTICATION " SECRET "\n"), (SECRET "\n"),
+                           ("SW_AGENT_AUTHENTICATION=" SECRET "\x02\n"),
+                           ("SW_AGENT_AUTHENTICATON=" SECRET "\n")};
     for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++) {
         sw_config_t c;
         sw_config_init(&c);

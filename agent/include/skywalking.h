@@ -155,6 +155,14 @@ const char *sw_log_level_name(sw_log_level_t level);
  *
  * SW_AGENT_CONFIG=path names a file of `KEY=value` lines (# starts a comment); the environment
  * overrides the file.
+ *
+ * sw_init checks every setting whatever reporter is selected: text without control bytes
+ * (tabs allowed in lists, not in the two names); SW_AGENT_AUTHENTICATION printable ASCII and
+ * never printed (nor any producer property named *password*, *secret*, *token*, *jaas*);
+ * host:port lists; Kafka topic names as Kafka checks them ([a-zA-Z0-9._-], 1..249, not . or
+ * .., with the namespace prefix); SW_KAFKA_PRODUCER_CONFIG against the producer; and
+ * SW_AGENT_SSL_CA_FILE read and parsed (PEM with at least one certificate). Files named by
+ * settings must be regular files or character devices such as /dev/null.
  */
 #define SW_CONFIG_NAME_MAX 256
 #define SW_CONFIG_TEXT_MAX 1024
@@ -197,8 +205,14 @@ int sw_config_set(sw_config_t *cfg, const char *key, const char *value, char *er
 
 /*
  * Applies the file named by SW_AGENT_CONFIG (if set), then every known SW_* environment
- * variable. Returns 0 or SW_ECONFIG (message naming the key, and file and line, in errbuf).
- * On error `cfg` may hold the settings applied before the bad one. Reads the file; any thread.
+ * variable. Returns 0 or SW_ECONFIG (message naming the key, and file and line, in errbuf;
+ * never the content of a line that is not KEY=value, never a secret's value). On error `cfg`
+ * may hold the settings applied before the bad one. Reads the file (opened without blocking;
+ * a FIFO, socket or directory is refused); any thread.
+ *
+ * In a process with elevated privileges (getauxval(AT_SECURE): setuid, setgid, file
+ * capabilities) nothing is read and SW_ECONFIG is returned with a message saying so: such a
+ * program must pass its configuration to sw_init, which then uses only that.
  */
 int sw_config_load(sw_config_t *cfg, char *errbuf, size_t errlen);
 

@@ -96,6 +96,14 @@ static void expect_refused(const char *key, const char *value, const char *key_n
 
 Test(hostile, secrets_are_never_printed)
 {
+    /* stderr too, in case anything bypassed the log (the handler is removed halfway). */
+    char err_path[96];
+    snprintf(err_path, sizeof err_path, "%s/stderr.txt", dir);
+    int err_fd = open(err_path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    cr_assert_geq(err_fd, 0);
+    fflush(stderr);
+    int saved = dup(STDERR_FILENO);
+    dup2(err_fd, STDERR_FILENO);
     const char *tokens[] = {(SECRET "\n"), (SECRET "\t"), (SECRET "\x7f"), (SECRET "\xc3\xa9"),
                             ("\x01" SECRET)};
     for (size_t i = 0; i < sizeof tokens / sizeof tokens[0]; i++)
@@ -135,6 +143,7 @@ Test(hostile, secrets_are_never_printed)
         cr_expect_eq(sw_init(NULL), SW_ECONFIG);
     }
     unsetenv("SW_AGENT_CONFIG");
+    sw_set_log_handler(NULL, NULL); /* from here the default handler writes to stderr */
     setenv("SW_AGENT_AUTHENTICATION", SECRET "\n", 1);
     cr_expect_eq(sw_init(NULL), SW_ECONFIG);
     unsetenv("SW_AGENT_AUTHENTICATION");
@@ -142,6 +151,15 @@ Test(hostile, secrets_are_never_printed)
     config_with(&c, NULL, NULL, NULL, 0);
     snprintf(c.authentication, sizeof c.authentication, "%s\x7f", SECRET);
     cr_expect_eq(sw_init(&c), SW_ECONFIG, "a programmatic token is checked too");
+    fflush(stderr);
+    dup2(saved, STDERR_FILENO);
+    close(saved);
+    char err_text[8192] = "";
+    ssize_t got = pread(err_fd, err_text, sizeof err_text - 1, 0);
+    close(err_fd);
+    cr_assert_gt(got, 0, "the default handler wrote nothing to stderr");
+    said_add(err_text);
+    cr_expect_not_null(strstr(err_text, "skywalking-c error: "), "%s", err_text);
 
     cr_assert_neq(said[0], '\0');
     cr_expect_null(strstr(said, SECRET), "a secret was printed:\n%s", said);

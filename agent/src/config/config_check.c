@@ -62,8 +62,8 @@ int sw__address_list_check(const char *key, const char *list, char *errbuf, size
         if (!address_valid(p, len)) {
             char esc[SW__LOG_ESCAPED_SIZE];
             sw__errbuf_printf(errbuf, errlen,
-                              "%s: '%s' is not host:port (expected e.g. 127.0.0.1:9092,host2:9092)",
-                              key, sw__log_escape(esc, sizeof esc, p, len));
+                              "%s: '%s' is not host:port (expected host:port[,host:port...])", key,
+                              sw__log_escape(esc, sizeof esc, p, len));
             return SW_ECONFIG;
         }
         count++;

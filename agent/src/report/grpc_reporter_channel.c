@@ -49,42 +49,15 @@ static uint32_t jitter(sw__grpc_conn_t *c, uint32_t ms)
     return (uint32_t)((uint64_t)ms * (800u + x % 400u) / 1000u);
 }
 
-/* Checks one "host:port" entry of len bytes: a non-empty host and a port in 1..65535. */
-static bool address_valid(const char *s, size_t len)
-{
-    const char *colon = NULL;
-    for (size_t i = 0; i < len; i++) {
-        if (s[i] == ':')
-            colon = s + i;
-    }
-    if (colon == NULL || colon == s)
-        return false;
-    size_t digits = len - (size_t)(colon + 1 - s);
-    if (digits == 0 || digits > 5)
-        return false;
-    unsigned port = 0;
-    for (size_t i = 0; i < digits; i++) {
-        char ch = colon[1 + i];
-        if (ch < '0' || ch > '9')
-            return false;
-        port = port * 10 + (unsigned)(ch - '0');
-    }
-    return port >= 1 && port <= 65535;
-}
-
-/* Splits the address list into c->addresses; an empty item is an error like any bad one. */
+/* Checks the address list (sw__address_list_check: an empty item is an error like any bad
+   one) and splits it into c->addresses. */
 static int addresses_parse(sw__grpc_conn_t *c, const char *list, char *errbuf, size_t errlen)
 {
+    if (sw__address_list_check("SW_AGENT_COLLECTOR_BACKEND_SERVICES", list, errbuf, errlen) != 0)
+        return SW_ECONFIG;
     const char *cursor = list;
     size_t len;
     for (const char *p; (p = sw__list_item_next(&cursor, &len)) != NULL;) {
-        if (!address_valid(p, len)) {
-            sw__errbuf_printf(errbuf, errlen,
-                              "SW_AGENT_COLLECTOR_BACKEND_SERVICES: '%.*s' is not host:port "
-                              "(expected e.g. 127.0.0.1:11800[,host2:11800])",
-                              (int)(len > 128 ? 128 : len), p);
-            return SW_ECONFIG;
-        }
         if (c->address_count == SW_GRPC_ADDRESSES_MAX) {
             sw__errbuf_printf(errbuf, errlen,
                               "SW_AGENT_COLLECTOR_BACKEND_SERVICES: more than %d addresses",

@@ -3,20 +3,39 @@
 # from agent/src to exercise the pure parsers directly.
 if(TARGET skywalking)
   set(SW_AGENT_TESTS test_span test_sw8 test_sampling test_config test_file_reporter
-                     test_span_alloc test_segment_pool)
+                     test_span_alloc test_segment_pool test_log
+                     test_config_hostile)
   foreach(t ${SW_AGENT_TESTS})
     sw_add_unit_test(${t} SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/${t}.c LIBS skywalking)
     target_include_directories(${t} PRIVATE ${PROJECT_SOURCE_DIR}/agent/src
                                             ${CMAKE_CURRENT_SOURCE_DIR}/unit)
   endforeach()
 
-  foreach(f sw8 correlation config)
+  foreach(f sw8 correlation config producer_config cyg_patterns grpc_commands sw8x)
     sw_add_fuzzer(fuzz_${f} SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz_${f}.c
                   LIBS skywalking CORPUS ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus/fuzz_${f})
     target_include_directories(fuzz_${f} PRIVATE ${PROJECT_SOURCE_DIR}/agent/src)
   endforeach()
+  # The producer-config parser fills a kp_conf (libkproducer's public header).
+  target_include_directories(fuzz_producer_config PRIVATE ${PROJECT_SOURCE_DIR}/producer/include)
 
   sw_add_bench(span_bench SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/bench/span_bench.c
                LIBS skywalking)
   target_include_directories(span_bench PRIVATE ${PROJECT_SOURCE_DIR}/agent/src)
+endif()
+
+# One logging path (agent/src/log): no other write to stderr in the agent's library code.
+add_test(NAME agent_no_direct_stderr
+         COMMAND sh -c "! grep -rnE 'fprintf *[(] *stderr|fputs *[(][^;]*stderr|perror *[(]|[^_a-z]warnx? *[(]' '${PROJECT_SOURCE_DIR}/agent/src' '${PROJECT_SOURCE_DIR}/agent/preload'")
+set_tests_properties(agent_no_direct_stderr PROPERTIES LABELS unit)
+
+# A setuid-root copy of a program linked with libskywalking, run as an unprivileged user
+# (test_secure.c; skipped unless root, and under sanitizers).
+if(TARGET skywalking)
+  add_executable(sw_secure_probe ${CMAKE_CURRENT_SOURCE_DIR}/integration/secure/sw_secure_probe.c)
+  target_link_libraries(sw_secure_probe PRIVATE skywalking)
+  sw_target_defaults(sw_secure_probe)
+  sw_add_unit_test(test_secure SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_secure.c)
+  target_compile_definitions(test_secure PRIVATE SW_SECURE_PROBE="$<TARGET_FILE:sw_secure_probe>")
+  add_dependencies(test_secure sw_secure_probe)
 endif()

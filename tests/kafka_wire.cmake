@@ -20,6 +20,18 @@ if(TARGET kproducer_internal)
       ${PROJECT_SOURCE_DIR}/producer/include ${PROJECT_SOURCE_DIR}/producer/src)
   endforeach()
 
+  # The connection's receive path: framing over a real socket, response-to-request match,
+  # then the decoders (tests/fuzz/fuzz_kafka_connection.c).
+  sw_add_fuzzer(fuzz_kafka_connection
+    SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz_kafka_connection.c ${kafka_wire_sources}
+            ${PROJECT_SOURCE_DIR}/producer/src/core/connection.c
+            ${PROJECT_SOURCE_DIR}/producer/src/core/in_flight.c
+            ${PROJECT_SOURCE_DIR}/producer/src/errors.c
+    LIBS ZLIB::ZLIB Threads::Threads
+    CORPUS ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus/fuzz_kafka_connection)
+  target_include_directories(fuzz_kafka_connection PRIVATE
+    ${PROJECT_SOURCE_DIR}/producer/include ${PROJECT_SOURCE_DIR}/producer/src)
+
   sw_add_bench(kafka_codec_bench
     SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/bench/kafka_codec_bench.c
     LIBS kproducer_internal)

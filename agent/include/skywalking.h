@@ -67,6 +67,54 @@ const char *sw_err_name(int code);
 const char *sw_strerror(int code);
 
 /* ----------------------------------------------------------------------------------------- */
+/* Logging                                                                                    */
+/* ----------------------------------------------------------------------------------------- */
+
+/*
+ * Every message of the agent (a bad setting at sw_init, a collector or broker that is down or
+ * rejects the agent, a command the agent ignores) goes through one path. By default a message
+ * is written to stderr as one line, "skywalking-c <level>: <message>\n", in a single write(2).
+ * Repeats are rate-limited: each place in the agent that logs may emit 5 lines a minute; the
+ * next line after that says how many similar messages were suppressed. Text that came from
+ * outside (a collector's command, a broker's error string, a config file line) is escaped
+ * (control and non-ASCII bytes as \xNN) and cut to a bounded length; secrets (the token of
+ * SW_AGENT_AUTHENTICATION, properties named *password*, *secret*, *token*, *jaas*) are never
+ * part of a message.
+ */
+typedef enum sw_log_level {
+    SW_LOG_ERROR = 0, /* the agent stays off or loses data */
+    SW_LOG_WARN = 1,  /* something outside misbehaves; the agent copes (data may count failed) */
+    SW_LOG_INFO = 2,  /* a state change worth knowing (a collector is reachable again) */
+    SW_LOG_DEBUG = 3,
+} sw_log_level_t;
+
+/*
+ * Receives one message: `message` is one line of printable text without a newline (at most
+ * 1024 bytes plus a suppression note), valid only during the call.
+ *
+ * Threads and blocking: the handler is called on whichever agent or application thread logs
+ * (sw_init's caller, the reporter's consumer thread, the management thread, the Kafka sender's
+ * callbacks), never two calls at once (the agent serialises them under one lock). It must
+ * return promptly (messages are rare, but a handler that blocks stalls the agent's thread that
+ * logged, and with it the reporting) and must not call back into the agent (no sw_* function:
+ * it would deadlock or recurse).
+ */
+typedef void (*sw_log_handler_t)(sw_log_level_t level, const char *message, void *opaque);
+
+/*
+ * Routes the agent's messages to `handler` (with `opaque`), or back to stderr when handler is
+ * NULL. May be called at any time, before sw_init too, from any thread; when it returns, the
+ * previous handler is not running and will not be called again.
+ */
+void sw_set_log_handler(sw_log_handler_t handler, void *opaque);
+
+/* Drops messages less severe than `level` (default SW_LOG_INFO). Any thread, any time. */
+void sw_set_log_level(sw_log_level_t level);
+
+/* "error", "warn", "info", "debug" ("unknown" otherwise). Never NULL. */
+const char *sw_log_level_name(sw_log_level_t level);
+
+/* ----------------------------------------------------------------------------------------- */
 /* Configuration                                                                              */
 /* ----------------------------------------------------------------------------------------- */
 
@@ -107,6 +155,14 @@ const char *sw_strerror(int code);
  *
  * SW_AGENT_CONFIG=path names a file of `KEY=value` lines (# starts a comment); the environment
  * overrides the file.
+ *
+ * sw_init checks every setting whatever reporter is selected: text without control bytes
+ * (tabs allowed in lists, not in the two names); SW_AGENT_AUTHENTICATION printable ASCII and
+ * never printed (nor any producer property named *password*, *secret*, *token*, *jaas*);
+ * host:port lists; Kafka topic names as Kafka checks them ([a-zA-Z0-9._-], 1..249, not . or
+ * .., with the namespace prefix); SW_KAFKA_PRODUCER_CONFIG against the producer; and
+ * SW_AGENT_SSL_CA_FILE read and parsed (PEM with at least one certificate). Files named by
+ * settings must be regular files or character devices such as /dev/null.
  */
 #define SW_CONFIG_NAME_MAX 256
 #define SW_CONFIG_TEXT_MAX 1024
@@ -149,8 +205,14 @@ int sw_config_set(sw_config_t *cfg, const char *key, const char *value, char *er
 
 /*
  * Applies the file named by SW_AGENT_CONFIG (if set), then every known SW_* environment
- * variable. Returns 0 or SW_ECONFIG (message naming the key, and file and line, in errbuf).
- * On error `cfg` may hold the settings applied before the bad one. Reads the file; any thread.
+ * variable. Returns 0 or SW_ECONFIG (message naming the key, and file and line, in errbuf;
+ * never the content of a line that is not KEY=value, never a secret's value). On error `cfg`
+ * may hold the settings applied before the bad one. Reads the file (opened without blocking;
+ * a FIFO, socket or directory is refused); any thread.
+ *
+ * In a process with elevated privileges (getauxval(AT_SECURE): setuid, setgid, file
+ * capabilities) nothing is read and SW_ECONFIG is returned with a message saying so: such a
+ * program must pass its configuration to sw_init, which then uses only that.
  */
 int sw_config_load(sw_config_t *cfg, char *errbuf, size_t errlen);
 
@@ -161,7 +223,8 @@ int sw_config_load(sw_config_t *cfg, char *errbuf, size_t errlen);
 /*
  * Starts the agent: with `cfg` (copied) or, when NULL, the defaults + sw_config_load().
  * Opens the reporter (the file reporter by default) and starts one consumer thread. Returns 0;
- * SW_ECONFIG (a message naming the setting is printed to stderr, the agent stays off);
+ * SW_ECONFIG (a message naming the setting is logged, see sw_set_log_handler; the agent stays
+ * off);
  * SW_ESTATE if already running; SW_EIO if the reporter cannot open its output; SW_ENOTSUP for a
  * reporter this build lacks; SW_ENOMEM; SW_ETHREAD. The host program keeps running either way.
  */

@@ -41,9 +41,9 @@ void *sw__preload_real(_Atomic(void *) *slot, const char *name, const char *vers
 
 /*
  * Starts the agent on the first call (configuration read by the constructor) and returns true
- * while it runs. A bad configuration or a failed start is reported once on stderr and leaves
- * tracing off for the life of the process (a forked child tries again). Any thread; the first
- * call blocks while the agent starts (opens the file, starts the consumer thread).
+ * while it runs. A bad configuration or a failed start is logged once (sw__log: stderr by default)
+ * and leaves tracing off for the life of the process (a forked child tries again). Any thread; the
+ * first call blocks while the agent starts (opens the file, starts the consumer thread).
  */
 bool sw__preload_agent_ready(void);
 

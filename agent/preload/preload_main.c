@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "../src/config/config.h"
+#include "../src/log/log.h"
 #include "preload.h"
 
 __thread bool sw__preload_busy;
@@ -138,7 +139,7 @@ __attribute__((constructor)) static void preload_start(void)
     char err[768] = "";
     sw_config_init(&config);
     if (sw_config_load(&config, err, sizeof err) != 0) {
-        fprintf(stderr, "skywalking-preload: %s; this program runs untraced\n", err);
+        sw__log(SW_LOG_ERROR, "preload: %s; this program runs untraced", err);
         atomic_store_explicit(&agent_state, 2, memory_order_relaxed);
     }
 }

@@ -9,6 +9,7 @@
 #include "config/config.h"
 #include "config/list.h"
 #include "core/context.h"
+#include "log/log.h"
 #include "report/pipeline.h"
 
 /*
@@ -69,6 +70,11 @@ static int init_locked(const sw_config_t *cfg, char *errbuf, size_t errlen)
     sw__agent_t *a = &sw__agent;
     if (cfg != NULL) {
         a->config = *cfg;
+        if (sw__config_secure())
+            sw__log(SW_LOG_INFO,
+                    "the process runs with elevated privileges (AT_SECURE): the agent uses only "
+                    "the configuration the program passed to sw_init, nothing from the "
+                    "environment");
     } else {
         sw_config_init(&a->config);
         int rc = sw_config_load(&a->config, errbuf, errlen);
@@ -113,7 +119,7 @@ int sw_init(const sw_config_t *cfg)
     int rc = init_locked(cfg, err, sizeof err);
     if (rc != 0) {
         pthread_mutex_unlock(&lifecycle);
-        fprintf(stderr, "skywalking: %s (%s); the agent stays off\n", err[0] ? err : "sw_init",
+        sw__log(SW_LOG_ERROR, "%s (%s); the agent stays off", err[0] ? err : "sw_init",
                 sw_err_name(rc));
         return rc;
     }

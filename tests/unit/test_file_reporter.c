@@ -4,11 +4,14 @@
  */
 #include <pthread.h>
 #include <regex.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "propagation/correlation.h"
 #include "propagation/sw8.h"
 #include "test_agent_support.h"
+#include "test_wait.h"
 
 static int64_t wall_ms(void)
 {
@@ -300,5 +303,55 @@ Test(file_reporter, every_finished_segment_is_accounted_and_ids_are_unique)
         for (size_t j = i + 1; j < d.count; j++)
             cr_assert_str_neq(d.items[i]->tracesegmentid, d.items[j]->tracesegmentid);
     }
+    agent_test_free(&d);
+}
+
+/* Reported + failed have caught up with `*(uint64_t *)arg` finished segments. */
+static bool batches_settled(void *arg)
+{
+    sw_stats_t st;
+    sw_stats(&st);
+    return st.segments_reported + st.segments_failed + st.segments_dropped >= *(uint64_t *)arg;
+}
+
+/* Records `n` segments on this thread and waits until the reporter has counted them, so that
+   every round is its own batch. */
+static void round_record(int n, uint64_t *finished)
+{
+    for (int i = 0; i < n; i++) {
+        sw_entry_span_begin("fsize", NULL);
+        sw_span_tag("payload", "0123456789012345678901234567890123456789");
+        sw_span_end();
+    }
+    *finished += (uint64_t)n;
+    wait_until(batches_settled, finished, "the reporter counted the round");
+}
+
+Test(file_reporter, a_write_over_the_file_size_limit_leaves_no_torn_record)
+{
+    const char *path = agent_test_path();
+    signal(SIGXFSZ, SIG_IGN); /* write() then fails with EFBIG instead of killing us */
+    struct rlimit old, lim;
+    cr_assert_eq(getrlimit(RLIMIT_FSIZE, &old), 0);
+    lim = old;
+    lim.rlim_cur = 20000; /* the limit falls inside some batch */
+    cr_assert_eq(setrlimit(RLIMIT_FSIZE, &lim), 0);
+    agent_test_start(path, NULL);
+    uint64_t finished = 0;
+    for (int r = 0; r < 40; r++)
+        round_record(7, &finished);
+    sw_stats_t mid;
+    sw_stats(&mid);
+    cr_assert_gt(mid.segments_failed, 0, "no batch hit the limit: the test proves nothing");
+    cr_assert_gt(mid.segments_reported, 0);
+    /* Room again: the next batches start on a record boundary and are readable. */
+    cr_assert_eq(setrlimit(RLIMIT_FSIZE, &old), 0);
+    for (int r = 0; r < 3; r++)
+        round_record(7, &finished);
+    sw_stats_t st = agent_test_stop(); /* asserts finished == reported + dropped + failed */
+    cr_expect_eq(st.segments_finished, finished);
+    cr_expect_gt(st.segments_reported, mid.segments_reported, "later batches were written");
+    decoded_segments_t d = agent_test_read(path); /* fails the test on a torn record */
+    cr_expect_eq(d.count, st.segments_reported, "every segment counted reported decodes");
     agent_test_free(&d);
 }

@@ -11,8 +11,19 @@
 #include <unistd.h>
 
 #include "../core/ids.h"
+#include "../log/log.h"
 
-typedef enum { KIND_TEXT, KIND_INT32, KIND_UINT32, KIND_REPORTER, KIND_BOOL } kind_t;
+/* KIND_TEXT: no control byte but tab (a list blank); KIND_NAME: no control byte at all;
+   KIND_SECRET: never printed, printable ASCII only (it is sent as a gRPC header value). */
+typedef enum {
+    KIND_TEXT,
+    KIND_NAME,
+    KIND_SECRET,
+    KIND_INT32,
+    KIND_UINT32,
+    KIND_REPORTER,
+    KIND_BOOL
+} kind_t;
 
 typedef struct key_desc {
     const char *name;
@@ -32,14 +43,17 @@ typedef struct key_desc {
     }
 
 static const key_desc_t keys[] = {
-    TEXT("SW_AGENT_NAME", service_name),
-    TEXT("SW_AGENT_INSTANCE_NAME", instance_name),
+    {"SW_AGENT_NAME", KIND_NAME, offsetof(sw_config_t, service_name),
+     sizeof(((sw_config_t *)0)->service_name), 0, 0},
+    {"SW_AGENT_INSTANCE_NAME", KIND_NAME, offsetof(sw_config_t, instance_name),
+     sizeof(((sw_config_t *)0)->instance_name), 0, 0},
     NUM("SW_AGENT_SAMPLE", KIND_INT32, sample_n_per_3_secs, INT32_MIN, INT32_MAX),
     NUM("SW_AGENT_SPAN_LIMIT", KIND_UINT32, span_limit_per_segment, 1, 10000),
     NUM("SW_AGENT_SEGMENT_ARENA_BYTES", KIND_UINT32, segment_arena_bytes, 1024, 1 << 24),
     TEXT("SW_AGENT_IGNORE_SUFFIX", ignore_suffix),
     TEXT("SW_AGENT_COLLECTOR_BACKEND_SERVICES", backend_services),
-    TEXT("SW_AGENT_AUTHENTICATION", authentication),
+    {"SW_AGENT_AUTHENTICATION", KIND_SECRET, offsetof(sw_config_t, authentication),
+     sizeof(((sw_config_t *)0)->authentication), 0, 0},
     TEXT("SW_KAFKA_BOOTSTRAP_SERVERS", kafka_bootstrap_servers),
     TEXT("SW_KAFKA_NAMESPACE", kafka_namespace),
     TEXT("SW_KAFKA_PRODUCER_CONFIG", kafka_producer_config),
@@ -123,6 +137,55 @@ static bool number_parse(const char *s, size_t len, int64_t min, int64_t max, in
     return true;
 }
 
+bool sw__config_name_is_secret(const char *name)
+{
+    static const char *const words[] = {"password", "secret", "token", "jaas", "authentication"};
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
+        if (strcasestr(name, words[i]) != NULL)
+            return true;
+    }
+    return false;
+}
+
+int sw__config_text_check(const char *key, sw__text_rule_t rule, const char *value, size_t len,
+                          char *errbuf, size_t errlen)
+{
+    bool secret = rule == SW__TEXT_SECRET;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)value[i];
+        if (secret && (c < 0x20 || c > 0x7e)) {
+            sw__errbuf_printf(errbuf, errlen,
+                              "%s holds a byte outside printable ASCII at offset %zu (the value "
+                              "is secret and not shown)",
+                              key, i);
+            return SW_ECONFIG;
+        }
+        if ((c < 0x20 && !(c == '\t' && rule == SW__TEXT_LIST)) || c == 0x7f) {
+            sw__errbuf_printf(errbuf, errlen,
+                              "%s contains a control character (byte 0x%02x at offset %zu)", key, c,
+                              i);
+            return SW_ECONFIG;
+        }
+    }
+    return 0;
+}
+
+static sw__text_rule_t text_rule(kind_t kind)
+{
+    return kind == KIND_SECRET ? SW__TEXT_SECRET
+           : kind == KIND_TEXT ? SW__TEXT_LIST
+                               : SW__TEXT_NAME;
+}
+
+/* The first bytes of a rejected value, escaped, for a message; "(not shown)" for a secret. */
+static const char *value_shown(char *buf, size_t size, const char *key, const char *value,
+                               size_t len)
+{
+    if (sw__config_name_is_secret(key))
+        return "(not shown)";
+    return sw__log_escape(buf, size, value != NULL ? value : "", value != NULL ? len : 0);
+}
+
 int sw__config_set_n(sw_config_t *cfg, const char *key, const char *value, size_t len, char *errbuf,
                      size_t errlen)
 {
@@ -132,13 +195,17 @@ int sw__config_set_n(sw_config_t *cfg, const char *key, const char *value, size_
     }
     const key_desc_t *d = key_find(key);
     if (d == NULL) {
-        sw__errbuf_printf(errbuf, errlen, "unknown key '%s'", key);
+        char esc[80];
+        sw__errbuf_printf(errbuf, errlen, "unknown key '%s'", SW__LOG_ESC(esc, key));
         return SW_ECONFIG;
     }
     char *field = (char *)cfg + d->offset;
+    char shown[72];
     int64_t v;
     switch (d->kind) {
     case KIND_TEXT:
+    case KIND_NAME:
+    case KIND_SECRET:
         if (len >= d->size) {
             sw__errbuf_printf(errbuf, errlen, "value of %s is longer than %zu bytes", key,
                               d->size - 1);
@@ -148,6 +215,8 @@ int sw__config_set_n(sw_config_t *cfg, const char *key, const char *value, size_
             sw__errbuf_printf(errbuf, errlen, "value of %s contains a NUL byte", key);
             return SW_ECONFIG;
         }
+        if (sw__config_text_check(key, text_rule(d->kind), value, len, errbuf, errlen) != 0)
+            return SW_ECONFIG;
         if (len > 0)
             memcpy(field, value, len);
         field[len] = '\0';
@@ -155,9 +224,9 @@ int sw__config_set_n(sw_config_t *cfg, const char *key, const char *value, size_
     case KIND_INT32:
     case KIND_UINT32:
         if (!number_parse(value, len, d->min, d->max, &v)) {
-            sw__errbuf_printf(errbuf, errlen, "%s must be an integer in %lld..%lld, got '%.*s'",
-                              key, (long long)d->min, (long long)d->max, (int)(len > 64 ? 64 : len),
-                              value ? value : "");
+            sw__errbuf_printf(errbuf, errlen, "%s must be an integer in %lld..%lld, got '%s'", key,
+                              (long long)d->min, (long long)d->max,
+                              value_shown(shown, sizeof shown, key, value, len));
             return SW_ECONFIG;
         }
         if (d->kind == KIND_INT32) {
@@ -174,8 +243,8 @@ int sw__config_set_n(sw_config_t *cfg, const char *key, const char *value, size_
         bool no =
             (len == 5 && strncasecmp(value, "false", 5) == 0) || (len == 1 && value[0] == '0');
         if (!yes && !no) {
-            sw__errbuf_printf(errbuf, errlen, "%s must be true or false, got '%.*s'", key,
-                              (int)(len > 64 ? 64 : len), value ? value : "");
+            sw__errbuf_printf(errbuf, errlen, "%s must be true or false, got '%s'", key,
+                              value_shown(shown, sizeof shown, key, value, len));
             return SW_ECONFIG;
         }
         memcpy(field, &yes, sizeof yes);
@@ -190,8 +259,8 @@ int sw__config_set_n(sw_config_t *cfg, const char *key, const char *value, size_
             field[len] = '\0';
             return 0;
         }
-        sw__errbuf_printf(errbuf, errlen, "%s must be file, kafka or grpc, got '%.*s'", key,
-                          (int)(len > 64 ? 64 : len), value);
+        sw__errbuf_printf(errbuf, errlen, "%s must be file, kafka or grpc, got '%s'", key,
+                          value_shown(shown, sizeof shown, key, value, len));
         return SW_ECONFIG;
     }
     return SW_ECONFIG;
@@ -206,8 +275,15 @@ int sw__config_finalize(sw_config_t *cfg, char *errbuf, size_t errlen)
 {
     /* A programmatic config may hold unterminated arrays: terminate every text field. */
     for (size_t i = 0; i < sw__config_key_count(); i++) {
-        if (keys[i].kind == KIND_TEXT || keys[i].kind == KIND_REPORTER)
-            ((char *)cfg + keys[i].offset)[keys[i].size - 1] = '\0';
+        if (keys[i].kind == KIND_TEXT || keys[i].kind == KIND_NAME || keys[i].kind == KIND_SECRET ||
+            keys[i].kind == KIND_REPORTER) {
+            char *text = (char *)cfg + keys[i].offset;
+            text[keys[i].size - 1] = '\0';
+            /* A programmatic config did not pass through sw_config_set: check it here. */
+            if (sw__config_text_check(keys[i].name, text_rule(keys[i].kind), text, strlen(text),
+                                      errbuf, errlen) != 0)
+                return SW_ECONFIG;
+        }
     }
     if (cfg->service_name[0] == '\0') {
         const char *prog = program_invocation_short_name;
@@ -258,5 +334,5 @@ int sw__config_finalize(sw_config_t *cfg, char *errbuf, size_t errlen)
                           cfg->max_segments);
         return SW_ECONFIG;
     }
-    return 0;
+    return sw__config_check(cfg, errbuf, errlen);
 }

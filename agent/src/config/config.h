@@ -5,6 +5,7 @@
 #ifndef SW_CONFIG_CONFIG_H
 #define SW_CONFIG_CONFIG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "skywalking.h"
@@ -31,6 +32,48 @@ int sw__config_parse_buffer(sw_config_t *cfg, const char *buf, size_t len, const
  * combination. Returns 0 or SW_ECONFIG with a message. Reads the host name.
  */
 int sw__config_finalize(sw_config_t *cfg, char *errbuf, size_t errlen);
+
+/*
+ * Checks what single values cannot show, for every setting whatever reporter is selected
+ * (config_check.c): address lists (SW_AGENT_COLLECTOR_BACKEND_SERVICES,
+ * SW_KAFKA_BOOTSTRAP_SERVERS), Kafka topic names with their namespace, SW_KAFKA_PRODUCER_CONFIG
+ * (parsed into a throw-away kp_conf and validated), and SW_AGENT_SSL_CA_FILE (read and parsed:
+ * PEM with at least one certificate). Returns 0 or SW_ECONFIG with a message naming the
+ * setting the user wrote. Reads the CA file.
+ */
+int sw__config_check(const sw_config_t *cfg, char *errbuf, size_t errlen);
+
+/*
+ * Checks a comma list of host:port addresses (empty items are errors) for the setting `key`
+ * (as the message should name it). Returns 0 or SW_ECONFIG with the bad item escaped. Pure.
+ */
+int sw__address_list_check(const char *key, const char *list, char *errbuf, size_t errlen);
+
+/*
+ * Reads the CA bundle at `path` (SW_AGENT_SSL_CA_FILE, opened as file_open.h says) into a
+ * malloc'd NUL-terminated *pem and checks that it holds at least one well-formed PEM
+ * certificate. Returns 0, SW_ENOMEM, or SW_ECONFIG naming SW_AGENT_SSL_CA_FILE (*pem NULL).
+ */
+int sw__config_ca_read(const char *path, char **pem, char *errbuf, size_t errlen);
+
+/* What a text setting may hold: LIST no control byte but tab (a list blank); NAME (service
+   and instance names) no control byte; SECRET printable ASCII only (0x20..0x7e). */
+typedef enum { SW__TEXT_LIST, SW__TEXT_NAME, SW__TEXT_SECRET } sw__text_rule_t;
+
+/*
+ * Checks `len` bytes of a text setting against `rule` (control bytes are < 0x20 and 0x7f).
+ * Returns 0 or SW_ECONFIG with a message naming key and the offset, never the value. Pure.
+ */
+int sw__config_text_check(const char *key, sw__text_rule_t rule, const char *value, size_t len,
+                          char *errbuf, size_t errlen);
+
+/* Whether a setting or property name holds a secret (its value is never printed): names that
+   contain password, secret, token, jaas or authentication, in any case. Pure. */
+bool sw__config_name_is_secret(const char *name);
+
+/* Whether the process runs with elevated privileges (getauxval(AT_SECURE): setuid, setgid or
+   file capabilities): then the agent reads no environment and no file the environment names. */
+bool sw__config_secure(void);
 
 /* Messages into errbuf (NULL-safe, always NUL-terminated). */
 void sw__errbuf_printf(char *errbuf, size_t errlen, const char *fmt, ...)

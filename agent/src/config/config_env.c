@@ -5,8 +5,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 
+#include "../log/log.h"
 #include "config.h"
+#include "file_open.h"
 
 #define LINE_KEY_MAX    128
 #define CONFIG_FILE_MAX (1u << 20)
@@ -36,8 +39,10 @@ static int line_apply(sw_config_t *cfg, const char *line, size_t n, const char *
         return 0;
     const char *eq = memchr(line, '=', n);
     if (eq == NULL) {
-        sw__errbuf_printf(errbuf, errlen, "%s:%u: expected KEY=value, got '%.*s'", origin, lineno,
-                          (int)(n > 64 ? 64 : n), line);
+        /* The line is not shown: it may be a secret, or a line of a file that is not ours. */
+        sw__errbuf_printf(errbuf, errlen,
+                          "%s:%u: expected KEY=value (the line, %zu bytes, is not shown)", origin,
+                          lineno, n);
         return SW_ECONFIG;
     }
     const char *key = line;
@@ -47,8 +52,9 @@ static int line_apply(sw_config_t *cfg, const char *line, size_t n, const char *
     trim(&key, &kn);
     trim(&value, &vn);
     if (kn == 0 || kn >= LINE_KEY_MAX || memchr(key, '\0', kn) != NULL) {
-        sw__errbuf_printf(errbuf, errlen, "%s:%u: bad key '%.*s'", origin, lineno,
-                          (int)(kn > 64 ? 64 : kn), key);
+        char esc[80];
+        sw__errbuf_printf(errbuf, errlen, "%s:%u: bad key '%s'", origin, lineno,
+                          sw__log_escape(esc, sizeof esc, key, kn));
         return SW_ECONFIG;
     }
     char keybuf[LINE_KEY_MAX];
@@ -80,53 +86,37 @@ int sw__config_parse_buffer(sw_config_t *cfg, const char *buf, size_t len, const
     return 0;
 }
 
-/* Reads a whole (small) file into a malloc'ed buffer. Returns 0 or SW_ECONFIG. */
-static int file_read(const char *path, char **out, size_t *out_len, char *errbuf, size_t errlen)
+bool sw__config_secure(void)
 {
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
-        sw__errbuf_printf(errbuf, errlen, "SW_AGENT_CONFIG: cannot open '%s': %s", path,
-                          strerror(errno));
-        return SW_ECONFIG;
-    }
-    char *buf = malloc(CONFIG_FILE_MAX);
-    if (buf == NULL) {
-        fclose(f);
-        sw__errbuf_printf(errbuf, errlen, "SW_AGENT_CONFIG: out of memory");
-        return SW_ECONFIG;
-    }
-    size_t n = fread(buf, 1, CONFIG_FILE_MAX, f);
-    bool too_big = n == CONFIG_FILE_MAX && fgetc(f) != EOF;
-    bool failed = ferror(f) != 0;
-    fclose(f);
-    if (too_big || failed) {
-        free(buf);
-        sw__errbuf_printf(errbuf, errlen, "SW_AGENT_CONFIG: '%s' %s", path,
-                          too_big ? "is larger than 1 MiB" : "could not be read");
-        return SW_ECONFIG;
-    }
-    *out = buf;
-    *out_len = n;
-    return 0;
+    return getauxval(AT_SECURE) != 0;
 }
 
 int sw_config_load(sw_config_t *cfg, char *errbuf, size_t errlen)
 {
-    const char *path = getenv("SW_AGENT_CONFIG");
+    if (sw__config_secure()) {
+        sw__errbuf_printf(errbuf, errlen,
+                          "the process runs with elevated privileges (AT_SECURE: setuid, setgid "
+                          "or file capabilities): the environment and SW_AGENT_CONFIG are not "
+                          "read; the program must pass its configuration to sw_init");
+        return SW_ECONFIG;
+    }
+    const char *path = secure_getenv("SW_AGENT_CONFIG");
     if (path != NULL && path[0] != '\0') {
         char *text;
         size_t len;
-        int rc = file_read(path, &text, &len, errbuf, errlen);
+        int rc =
+            sw__file_read("SW_AGENT_CONFIG", path, CONFIG_FILE_MAX, &text, &len, errbuf, errlen);
         if (rc != 0)
             return rc;
-        rc = sw__config_parse_buffer(cfg, text, len, path, errbuf, errlen);
+        char origin[SW__LOG_ESCAPED_SIZE];
+        rc = sw__config_parse_buffer(cfg, text, len, SW__LOG_ESC(origin, path), errbuf, errlen);
         free(text);
         if (rc != 0)
             return rc;
     }
     for (size_t i = 0; i < sw__config_key_count(); i++) {
         const char *name = sw__config_key_name(i);
-        const char *value = getenv(name);
+        const char *value = secure_getenv(name);
         if (value == NULL)
             continue;
         char msg[512];

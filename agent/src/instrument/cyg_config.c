@@ -10,13 +10,14 @@
 #include <string.h>
 
 #include "../config/list.h"
+#include "../log/log.h"
 #include "skywalking.h"
 
-/* Splits a comma list into `list`. Returns 0 or SW_ECONFIG naming `key`. */
-static int list_parse(sw__cyg_list_t *list, const char *key, char *errbuf, size_t errlen)
+int sw__cyg_list_parse(sw__cyg_list_t *list, const char *key, const char *text, char *errbuf,
+                       size_t errlen)
 {
     list->count = 0;
-    const char *cursor = getenv(key); /* NULL (unset): no patterns */
+    const char *cursor = text; /* NULL (unset): no patterns */
     size_t n;
     for (const char *item; (item = sw__list_next(&cursor, &n)) != NULL;) {
         if (list->count == SW__CYG_PATTERNS_MAX) {
@@ -24,8 +25,9 @@ static int list_parse(sw__cyg_list_t *list, const char *key, char *errbuf, size_
             return SW_ECONFIG;
         }
         if (n >= SW__CYG_PATTERN_LEN) {
-            snprintf(errbuf, errlen, "%s: pattern '%.40s...' is longer than %d bytes", key, item,
-                     SW__CYG_PATTERN_LEN - 1);
+            char esc[48];
+            snprintf(errbuf, errlen, "%s: pattern '%s' is longer than %d bytes", key,
+                     sw__log_escape(esc, sizeof esc, item, n), SW__CYG_PATTERN_LEN - 1);
             return SW_ECONFIG;
         }
         memcpy(list->patterns[list->count], item, n);
@@ -35,10 +37,15 @@ static int list_parse(sw__cyg_list_t *list, const char *key, char *errbuf, size_
     return 0;
 }
 
+static int list_parse(sw__cyg_list_t *list, const char *key, char *errbuf, size_t errlen)
+{
+    return sw__cyg_list_parse(list, key, secure_getenv(key), errbuf, errlen);
+}
+
 static int duration_parse(uint64_t *ns, char *errbuf, size_t errlen)
 {
     *ns = 0;
-    const char *v = getenv("SW_CYG_MIN_DURATION_US");
+    const char *v = secure_getenv("SW_CYG_MIN_DURATION_US");
     if (v == NULL || *v == '\0')
         return 0;
     char *end;
@@ -46,10 +53,10 @@ static int duration_parse(uint64_t *ns, char *errbuf, size_t errlen)
     unsigned long long us = strtoull(v, &end, 10);
     /* At most an hour: anything longer is a typo, not a filter. */
     if (errno != 0 || *end != '\0' || v[0] == '-' || v[0] == '+' || us > 3600ull * 1000000ull) {
+        char esc[80];
         snprintf(errbuf, errlen,
-                 "SW_CYG_MIN_DURATION_US='%.64s' is not a number of microseconds in "
-                 "0..3600000000",
-                 v);
+                 "SW_CYG_MIN_DURATION_US='%s' is not a number of microseconds in 0..3600000000",
+                 sw__log_escape(esc, sizeof esc, v, strlen(v)));
         return SW_ECONFIG;
     }
     *ns = (uint64_t)us * 1000u;

@@ -39,9 +39,18 @@ typedef struct sw__cyg_config {
 
 /*
  * Fills `cfg` from the environment. Returns 0, or SW_ECONFIG with a message naming the variable
- * in errbuf (then `cfg` must not be used). Any thread; pure apart from getenv.
+ * in errbuf (then `cfg` must not be used). Any thread; pure apart from secure_getenv (in a
+ * process with elevated privileges, AT_SECURE, nothing is read: the defaults apply).
  */
 int sw__cyg_config_load(sw__cyg_config_t *cfg, char *errbuf, size_t errlen);
+
+/*
+ * Splits the comma list `text` (NULL: empty) of the setting `key` into `list`: at most
+ * SW__CYG_PATTERNS_MAX patterns of less than SW__CYG_PATTERN_LEN bytes, empty items skipped.
+ * Returns 0, or SW_ECONFIG with a message naming key (the pattern escaped and cut). Pure.
+ */
+int sw__cyg_list_parse(sw__cyg_list_t *list, const char *key, const char *text, char *errbuf,
+                       size_t errlen);
 
 /* Whether a function named `name` in the object at `file` is traced under `cfg`. */
 bool sw__cyg_config_traced(const sw__cyg_config_t *cfg, const char *name, const char *file);

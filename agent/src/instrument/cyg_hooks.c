@@ -22,6 +22,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../log/log.h"
 #include "cyg_config.h"
 #include "skywalking.h"
 #include "span_mark.h"
@@ -99,7 +100,7 @@ static NOINSTR void config_once(void)
     char err[512] = "";
     int state = 2;
     if (sw__cyg_config_load(&config, err, sizeof err) != 0) {
-        fprintf(stderr, "skywalking: %s; function tracing stays off\n", err);
+        sw__log(SW_LOG_ERROR, "%s; function tracing stays off", err);
     } else if (pthread_key_create(&thread_key, thread_free) == 0 &&
                (table = calloc(TABLE_CAP, sizeof *table)) != NULL) {
         void *sym = dlsym(RTLD_DEFAULT, "__cxa_demangle");

@@ -6,16 +6,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../config/config.h"
+#include "../config/file_open.h"
+#include "../log/log.h"
 #include "encode.h"
 #include "reporter.h"
 
+/* Consumer thread only (report), then close() after the consumer stopped. */
 typedef struct file_reporter {
     sw__reporter_t base;
     int fd;
-    sw__bytes_t buf; /* the batch being framed; consumer thread only */
+    bool regular;    /* a regular file (cut back after a failed write); else /dev/null etc. */
+    bool broken;     /* a torn record could not be cut back: every later batch fails */
+    sw__bytes_t buf; /* the batch being framed */
     char path[SW_CONFIG_TEXT_MAX];
 } file_reporter_t;
 
@@ -46,6 +52,40 @@ static int write_all(int fd, const uint8_t *p, size_t n)
     return 0;
 }
 
+/*
+ * Writes one framed batch so that the file only ever grows by whole records: the size before
+ * the write is remembered, and a failed or short write (disk full, RLIMIT_FSIZE, an I/O error)
+ * cuts the file back to it. Returns true when the whole batch is in the file.
+ */
+static bool batch_write(file_reporter_t *r)
+{
+    char esc[SW__LOG_ESCAPED_SIZE];
+    if (r->broken)
+        return false;
+    off_t before = 0;
+    if (r->regular && (before = lseek(r->fd, 0, SEEK_END)) < 0) {
+        sw__log(SW_LOG_WARN,
+                "file reporter: cannot find the end of '%s': %s; the batch is "
+                "counted as failed",
+                SW__LOG_ESC(esc, r->path), strerror(errno));
+        return false;
+    }
+    int rc = write_all(r->fd, r->buf.data, r->buf.len);
+    if (rc == 0)
+        return true;
+    if (r->regular && ftruncate(r->fd, before) != 0) {
+        r->broken = true;
+        sw__log(SW_LOG_ERROR,
+                "file reporter: cannot cut '%s' back after a failed write (%s); every further "
+                "segment is counted as failed",
+                SW__LOG_ESC(esc, r->path), strerror(errno));
+        return false;
+    }
+    sw__log(SW_LOG_WARN, "file reporter: cannot write to '%s': %s; the batch is counted as failed",
+            SW__LOG_ESC(esc, r->path), strerror(-rc));
+    return false;
+}
+
 static void file_report(sw__reporter_t *self, const sw__report_record_t *records, size_t count)
 {
     file_reporter_t *r = (file_reporter_t *)self;
@@ -59,8 +99,8 @@ static void file_report(sw__reporter_t *self, const sw__report_record_t *records
         r->buf.len += records[i].len;
         framed++;
     }
-    int rc = r->buf.len ? write_all(r->fd, r->buf.data, r->buf.len) : 0;
-    uint64_t ok = rc == 0 ? framed : 0;
+    bool written = r->buf.len == 0 || batch_write(r);
+    uint64_t ok = written ? framed : 0;
     /* release: partner of sw_stats' acquire load (see reporter.h). */
     atomic_fetch_add_explicit(&self->counters->failed, count - ok, memory_order_release);
     atomic_fetch_add_explicit(&self->counters->reported, ok, memory_order_release);
@@ -87,13 +127,15 @@ int sw__file_reporter_create(const char *path, sw__report_counters_t *counters,
     file_reporter_t *r = calloc(1, sizeof *r);
     if (r == NULL)
         return SW_ENOMEM;
-    r->fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (r->fd < 0) {
-        sw__errbuf_printf(errbuf, errlen, "SW_REPORTER_FILE_PATH: cannot open '%s': %s", path,
-                          strerror(errno));
+    int fd = sw__file_open("SW_REPORTER_FILE_PATH", path, O_WRONLY | O_CREAT | O_APPEND, 0644,
+                           errbuf, errlen);
+    if (fd < 0) {
         free(r);
-        return SW_EIO;
+        return fd;
     }
+    struct stat st;
+    r->fd = fd;
+    r->regular = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
     snprintf(r->path, sizeof r->path, "%s", path);
     r->base.name = "file";
     r->base.counters = counters;

@@ -17,8 +17,8 @@
  *
  * Threads: report() and flush() on the pipeline's consumer thread; close() once after the
  * consumer stopped (it stops the management thread, cancelling its call in flight).
- * Diagnostics go to stderr, each at most once per distinct thing (a rejected token, a status
- * code, a command name, a connection going down or coming back).
+ * Diagnostics go to the agent log (sw__log), each at most once per distinct thing (a rejected
+ * token, a status code, a command name, a connection going down or coming back).
  */
 #ifndef SW_REPORT_GRPC_REPORTER_H
 #define SW_REPORT_GRPC_REPORTER_H

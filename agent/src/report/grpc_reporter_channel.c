@@ -13,9 +13,7 @@
 
 #include "../config/config.h"
 #include "../config/list.h"
-
-/* A PEM bundle larger than this is surely not a CA file. */
-#define CA_FILE_MAX (4u << 20)
+#include "../log/log.h"
 
 struct sw__grpc_conn {
     /* Everything below belongs to the one thread using the connection (see the header). */
@@ -51,42 +49,15 @@ static uint32_t jitter(sw__grpc_conn_t *c, uint32_t ms)
     return (uint32_t)((uint64_t)ms * (800u + x % 400u) / 1000u);
 }
 
-/* Checks one "host:port" entry of len bytes: a non-empty host and a port in 1..65535. */
-static bool address_valid(const char *s, size_t len)
-{
-    const char *colon = NULL;
-    for (size_t i = 0; i < len; i++) {
-        if (s[i] == ':')
-            colon = s + i;
-    }
-    if (colon == NULL || colon == s)
-        return false;
-    size_t digits = len - (size_t)(colon + 1 - s);
-    if (digits == 0 || digits > 5)
-        return false;
-    unsigned port = 0;
-    for (size_t i = 0; i < digits; i++) {
-        char ch = colon[1 + i];
-        if (ch < '0' || ch > '9')
-            return false;
-        port = port * 10 + (unsigned)(ch - '0');
-    }
-    return port >= 1 && port <= 65535;
-}
-
-/* Splits the address list into c->addresses; an empty item is an error like any bad one. */
+/* Checks the address list (sw__address_list_check: an empty item is an error like any bad
+   one) and splits it into c->addresses. */
 static int addresses_parse(sw__grpc_conn_t *c, const char *list, char *errbuf, size_t errlen)
 {
+    if (sw__address_list_check("SW_AGENT_COLLECTOR_BACKEND_SERVICES", list, errbuf, errlen) != 0)
+        return SW_ECONFIG;
     const char *cursor = list;
     size_t len;
     for (const char *p; (p = sw__list_item_next(&cursor, &len)) != NULL;) {
-        if (!address_valid(p, len)) {
-            sw__errbuf_printf(errbuf, errlen,
-                              "SW_AGENT_COLLECTOR_BACKEND_SERVICES: '%.*s' is not host:port "
-                              "(expected e.g. 127.0.0.1:11800[,host2:11800])",
-                              (int)(len > 128 ? 128 : len), p);
-            return SW_ECONFIG;
-        }
         if (c->address_count == SW_GRPC_ADDRESSES_MAX) {
             sw__errbuf_printf(errbuf, errlen,
                               "SW_AGENT_COLLECTOR_BACKEND_SERVICES: more than %d addresses",
@@ -101,34 +72,6 @@ static int addresses_parse(sw__grpc_conn_t *c, const char *list, char *errbuf, s
     return 0;
 }
 
-/* Reads the whole CA file into a NUL-terminated malloc'd string. */
-static int ca_file_read(const char *path, char **out, char *errbuf, size_t errlen)
-{
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
-        sw__errbuf_printf(errbuf, errlen, "SW_AGENT_SSL_CA_FILE: cannot open '%s': %s", path,
-                          strerror(errno));
-        return SW_ECONFIG;
-    }
-    char *buf = malloc(CA_FILE_MAX + 1);
-    size_t n = buf ? fread(buf, 1, CA_FILE_MAX + 1, f) : 0;
-    int err = ferror(f);
-    fclose(f);
-    if (buf == NULL)
-        return SW_ENOMEM;
-    if (err || n == 0 || n > CA_FILE_MAX) {
-        sw__errbuf_printf(errbuf, errlen, "SW_AGENT_SSL_CA_FILE: '%s' is %s", path,
-                          err      ? "unreadable"
-                          : n == 0 ? "empty"
-                                   : "larger than 4 MiB");
-        free(buf);
-        return SW_ECONFIG;
-    }
-    buf[n] = '\0';
-    *out = buf;
-    return 0;
-}
-
 static int credentials_create(sw__grpc_conn_t *c, const sw_config_t *cfg, char *errbuf,
                               size_t errlen)
 {
@@ -138,7 +81,7 @@ static int credentials_create(sw__grpc_conn_t *c, const sw_config_t *cfg, char *
     }
     char *roots = NULL;
     if (cfg->grpc_ssl_ca_file[0] != '\0') {
-        int rc = ca_file_read(cfg->grpc_ssl_ca_file, &roots, errbuf, errlen);
+        int rc = sw__config_ca_read(cfg->grpc_ssl_ca_file, &roots, errbuf, errlen);
         if (rc != 0)
             return rc;
     }
@@ -218,7 +161,7 @@ void sw__grpc_conn_outcome(sw__grpc_conn_t *c, grpc_status_code status, const ch
 {
     if (status == GRPC_STATUS_OK) {
         if (c->down)
-            fprintf(stderr, "skywalking-c: gRPC %s: collector %s is reachable again\n", c->role,
+            sw__log(SW_LOG_INFO, "gRPC %s: collector %s is reachable again", c->role,
                     c->addresses[c->current]);
         c->down = false;
         c->failures_in_row = 0;
@@ -242,14 +185,16 @@ void sw__grpc_conn_outcome(sw__grpc_conn_t *c, grpc_status_code status, const ch
     } else {
         c->retry_at_ms = 0;
     }
-    if (!c->down)
-        fprintf(stderr,
-                "skywalking-c: gRPC %s: collector %s unavailable (%s%s%s); retrying %s with "
-                "backoff up to %d ms; data meanwhile is counted as failed\n",
+    if (!c->down) {
+        char esc[SW__LOG_ESCAPED_SIZE];
+        sw__log(SW_LOG_WARN,
+                "gRPC %s: collector %s unavailable (%s%s%s); retrying %s with backoff up to %d "
+                "ms; data meanwhile is counted as failed",
                 c->role, failed,
                 status == GRPC_STATUS_UNAVAILABLE ? "UNAVAILABLE" : "DEADLINE_EXCEEDED",
-                details && details[0] ? ": " : "", details ? details : "",
+                details && details[0] ? ": " : "", details ? SW__LOG_ESC(esc, details) : "",
                 c->address_count > 1 ? "the next address" : "it", SW_GRPC_BACKOFF_MAX_MS);
+    }
     c->down = true;
 }
 

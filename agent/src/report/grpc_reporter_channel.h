@@ -10,7 +10,7 @@
  *
  * Threads: a connection is used by one thread at a time (the reporter gives the consumer
  * thread and the management thread one connection each); nothing in it is shared, so it has
- * no lock. State changes (down, back up) are logged to stderr once per transition.
+ * no lock. State changes (down, back up) are logged (sw__log) once per transition.
  */
 #ifndef SW_REPORT_GRPC_REPORTER_CHANNEL_H
 #define SW_REPORT_GRPC_REPORTER_CHANNEL_H

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "command.pb-c.h"
+#include "../log/log.h"
 #include "grpc_reporter_call.h"
 
 void sw__grpc_notices_init(sw__grpc_notices_t *n)
@@ -23,16 +24,18 @@ void sw__grpc_notices_destroy(sw__grpc_notices_t *n)
     pthread_mutex_destroy(&n->lock);
 }
 
-/* Formats "k=v, k=v" of a command's arguments into buf (truncated to fit). */
+/* Formats "k=v, k=v" of a command's arguments into buf, each key and value escaped and capped
+   (they come from the collector); truncated to fit. */
 static void args_format(const Skywalking__V3__Command *c, char *buf, size_t len)
 {
     size_t at = 0;
     buf[0] = '\0';
-    for (size_t i = 0; i < c->n_args && at < len; i++) {
+    for (size_t i = 0; i < c->n_args && at + 1 < len; i++) {
         const Skywalking__V3__KeyStringValuePair *kv = c->args[i];
-        int w = snprintf(buf + at, len - at, "%s%s=%s", i ? ", " : "", kv->key ? kv->key : "",
-                         kv->value ? kv->value : "");
-        if (w < 0)
+        char k[64], v[96];
+        int w = snprintf(buf + at, len - at, "%s%s=%s", i ? ", " : "", SW__LOG_ESC(k, kv->key),
+                         SW__LOG_ESC(v, kv->value));
+        if (w < 0 || (size_t)w >= len - at)
             break;
         at += (size_t)w;
     }
@@ -49,9 +52,9 @@ static void command_note(sw__grpc_notices_t *n, const Skywalking__V3__Command *c
     }
     if (n->seen_count == SW_GRPC_COMMANDS_SEEN_MAX) {
         if (!n->overflow_logged)
-            fprintf(stderr,
-                    "skywalking-c: gRPC: the collector sent more than %d distinct "
-                    "commands; further ones are not logged\n",
+            sw__log(SW_LOG_WARN,
+                    "gRPC: the collector sent more than %d distinct commands; further ones are "
+                    "not logged",
                     SW_GRPC_COMMANDS_SEEN_MAX);
         n->overflow_logged = true;
         return;
@@ -60,12 +63,12 @@ static void command_note(sw__grpc_notices_t *n, const Skywalking__V3__Command *c
     if (copy == NULL)
         return;
     n->seen[n->seen_count++] = copy;
-    char args[512];
+    char args[384], esc[SW__LOG_ESCAPED_SIZE];
     args_format(c, args, sizeof args);
-    fprintf(stderr,
-            "skywalking-c: gRPC: the collector answered %s with command '%s' (%s); this agent "
-            "does not act on it (logged once per command)\n",
-            origin, name, args[0] ? args : "no arguments");
+    sw__log(SW_LOG_INFO,
+            "gRPC: the collector answered %s with command '%s' (%s); this agent does not act on "
+            "it (logged once per command)",
+            origin, SW__LOG_ESC(esc, name), args[0] ? args : "no arguments");
 }
 
 int sw__grpc_notices_commands(sw__grpc_notices_t *n, const uint8_t *data, size_t len,
@@ -76,9 +79,9 @@ int sw__grpc_notices_commands(sw__grpc_notices_t *n, const uint8_t *data, size_t
     int count = -1;
     if (cmds == NULL) {
         if (!n->malformed_logged)
-            fprintf(stderr,
-                    "skywalking-c: gRPC: the collector's answer to %s (%zu bytes) is not a "
-                    "skywalking.v3.Commands message; ignored (logged once)\n",
+            sw__log(SW_LOG_WARN,
+                    "gRPC: the collector's answer to %s (%zu bytes) is not a "
+                    "skywalking.v3.Commands message; ignored (logged once)",
                     origin, len);
         n->malformed_logged = true;
     } else {
@@ -104,17 +107,19 @@ bool sw__grpc_notices_status(sw__grpc_notices_t *n, grpc_status_code status, con
     pthread_mutex_unlock(&n->lock);
     if (!first)
         return false;
+    char esc[SW__LOG_ESCAPED_SIZE];
+    SW__LOG_ESC(esc, details != NULL ? details : "");
     if (status == GRPC_STATUS_UNAUTHENTICATED || status == GRPC_STATUS_PERMISSION_DENIED)
-        fprintf(stderr,
-                "skywalking-c: gRPC: collector %s rejected %s with %s (%s): %s. Segments are "
-                "counted as failed while the collector rejects the agent (logged once)\n",
-                target, origin, sw__grpc_status_name(status), details ? details : "",
+        sw__log(SW_LOG_ERROR,
+                "gRPC: collector %s rejected %s with %s (%s): %s. Segments are counted as failed "
+                "while the collector rejects the agent (logged once)",
+                target, origin, sw__grpc_status_name(status), esc,
                 token_sent ? "the token is wrong; check SW_AGENT_AUTHENTICATION"
                            : "no token was sent; set SW_AGENT_AUTHENTICATION");
     else
-        fprintf(stderr,
-                "skywalking-c: gRPC: collector %s failed %s with %s (%s); the data is counted as "
-                "failed (logged once per status)\n",
-                target, origin, sw__grpc_status_name(status), details ? details : "");
+        sw__log(SW_LOG_WARN,
+                "gRPC: collector %s failed %s with %s (%s); the data is counted as failed "
+                "(logged once per status)",
+                target, origin, sw__grpc_status_name(status), esc);
     return true;
 }

@@ -1,7 +1,7 @@
 /*
  * grpc_reporter_commands.h - what the collector tells the gRPC reporter, shown to the user
  * once (internal): the Commands of a response (parsed with protobuf-c; this agent acts on none
- * of them, so each distinct command name is logged to stderr the first time it arrives), and
+ * of them, so each distinct command name is logged (sw__log) the first time it arrives), and
  * the notable call statuses (a rejected token, other errors), each logged once per code.
  *
  * Threads: the consumer thread and the management thread report here concurrently; the state

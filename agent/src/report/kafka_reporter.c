@@ -13,13 +13,13 @@
 #include <time.h>
 
 #include "../config/config.h"
-#include "../config/list.h"
+#include "../config/producer_config.h"
+#include "../log/log.h"
 #include "instance_properties.h"
 #include "kproducer.h"
 
 #define TOPIC_MAX                (2 * SW_CONFIG_NAME_MAX + 2)
 #define KEY_MAX                  (SW_CONFIG_NAME_MAX + 16)
-#define PROPERTY_NAME_MAX        128
 #define PROPERTIES_EVERY_N_PINGS 10
 
 typedef struct kafka_reporter {
@@ -106,8 +106,8 @@ static void kafka_report(sw__reporter_t *self, const sw__report_record_t *record
         }
         failed++;
         if (rc != r->last_error_logged) { /* one line per change of error, not per record */
-            fprintf(stderr, "skywalking: kafka: cannot send a segment to %s: %s\n",
-                    r->topic_segment, kp_strerror(rc));
+            sw__log(SW_LOG_WARN, "kafka: cannot send a segment to %s: %s", r->topic_segment,
+                    kp_strerror(rc));
             r->last_error_logged = rc;
         }
         give_up = error_is_blocking(rc);
@@ -232,63 +232,6 @@ static void kafka_close(sw__reporter_t *self)
     reporter_free(r);
 }
 
-static int property_apply(kp_conf_t *conf, const char *name, const char *value, char *errbuf,
-                          size_t errlen)
-{
-    char msg[512];
-    if (kp_conf_set(conf, name, value, msg, sizeof msg) == 0)
-        return 0;
-    sw__errbuf_printf(errbuf, errlen, "SW_KAFKA_PRODUCER_CONFIG: %s", msg);
-    return SW_ECONFIG;
-}
-
-/* Applies `name=value[,name=value...]` (see kafka_reporter.h) to conf. Returns 0 or
-   SW_ECONFIG naming the bad piece or property. */
-static int producer_config_apply(kp_conf_t *conf, const char *text, char *errbuf, size_t errlen)
-{
-    char name[PROPERTY_NAME_MAX] = "";
-    char value[SW_CONFIG_TEXT_MAX] = "";
-    size_t vlen = 0;
-    const char *cursor = text;
-    size_t n;
-    for (const char *piece; (piece = sw__list_next(&cursor, &n)) != NULL;) {
-        const char *eq = memchr(piece, '=', n);
-        if (eq == NULL) { /* continues the previous value: a list such as a:9092,b:9092 */
-            if (name[0] == '\0') {
-                sw__errbuf_printf(errbuf, errlen,
-                                  "SW_KAFKA_PRODUCER_CONFIG: expected name=value, got '%.*s'",
-                                  (int)(n > 64 ? 64 : n), piece);
-                return SW_ECONFIG;
-            }
-            if (vlen + 1 + n >= sizeof value) {
-                sw__errbuf_printf(errbuf, errlen,
-                                  "SW_KAFKA_PRODUCER_CONFIG: value of %s is too long", name);
-                return SW_ECONFIG;
-            }
-            vlen += (size_t)snprintf(value + vlen, sizeof value - vlen, ",%.*s", (int)n, piece);
-            continue;
-        }
-        if (name[0] != '\0' && property_apply(conf, name, value, errbuf, errlen) != 0)
-            return SW_ECONFIG;
-        const char *key = piece, *val = eq + 1;
-        size_t kn = (size_t)(eq - piece), vn = n - kn - 1;
-        sw__text_trim(&key, &kn);
-        sw__text_trim(&val, &vn);
-        if (kn == 0 || kn >= sizeof name) {
-            sw__errbuf_printf(errbuf, errlen,
-                              "SW_KAFKA_PRODUCER_CONFIG: bad property name in '%.*s'",
-                              (int)(n > 64 ? 64 : n), piece);
-            return SW_ECONFIG;
-        }
-        memcpy(name, key, kn);
-        name[kn] = '\0';
-        vlen = (size_t)snprintf(value, sizeof value, "%.*s", (int)vn, val);
-    }
-    if (name[0] != '\0' && property_apply(conf, name, value, errbuf, errlen) != 0)
-        return SW_ECONFIG;
-    return 0;
-}
-
 /* Builds the producer for cfg. Returns 0 and *out or SW_ECONFIG / SW_ENOMEM with a message. */
 static int producer_open(const sw_config_t *cfg, kp_producer_t **out, char *errbuf, size_t errlen)
 {
@@ -309,7 +252,7 @@ static int producer_open(const sw_config_t *cfg, kp_producer_t **out, char *errb
     if (rc == 0)
         (void)kp_conf_set(conf, "client.id", "skywalking-c", NULL, 0);
     if (rc == 0)
-        rc = producer_config_apply(conf, cfg->kafka_producer_config, errbuf, errlen);
+        rc = sw__producer_config_apply(conf, cfg->kafka_producer_config, errbuf, errlen);
     if (rc == 0) {
         *out = kp_producer_new(conf, msg, sizeof msg);
         if (*out == NULL) {

@@ -52,8 +52,12 @@ struct sw__reporter {
 
 /*
  * The file reporter: appends each record as an unsigned varint length followed by the bytes to
- * `path` (created 0644 if missing), with one write(2) per batch. Returns 0 and *out, or SW_EIO
- * with a message naming the path in errbuf, or SW_ENOMEM.
+ * `path` (created 0644 if missing; opened as config/file_open.h says: a FIFO, socket or
+ * directory is refused), with one write(2) per batch. A batch whose write fails or falls short
+ * is cut off again (ftruncate to the size before it) and counted as failed, so the file only
+ * ever holds whole records; if the cut itself fails, every later batch is failed too. Returns
+ * 0 and *out; SW_ECONFIG (a refused kind of file) or SW_EIO with a message naming
+ * SW_REPORTER_FILE_PATH in errbuf; SW_ENOMEM.
  */
 int sw__file_reporter_create(const char *path, sw__report_counters_t *counters,
                              sw__reporter_t **out, char *errbuf, size_t errlen);

@@ -13,6 +13,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "wire/protocol.h"
+
 /* The largest response frame accepted; a bigger size prefix means a broken stream. */
 #define MAX_FRAME (64 * 1024 * 1024)
 
@@ -177,4 +179,16 @@ long kp__conn_read(kp__conn_t *c, int (*on_frame)(kp__conn_t *, uint8_t *, size_
         if (c->fd < 0)
             return total; /* on_frame closed the connection */
     }
+}
+
+kp__request_t *kp__conn_response_request(kp__conn_t *c, kp_reader_t *rd)
+{
+    kp__request_t *r = c->in_flight.head;
+    if (!r || r == c->in_flight.unsent)
+        return NULL; /* a response to nothing */
+    int32_t corr = -1;
+    if (kp_response_header_read(rd, r->api_key, r->version, &corr) != 0 ||
+        corr != r->correlation_id)
+        return NULL;
+    return r;
 }

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "core/in_flight.h"
+#include "wire/codec.h"
 
 typedef enum kp__conn_state {
     KP__CONN_DISCONNECTED = 0,
@@ -67,6 +68,13 @@ long kp__conn_write(kp__conn_t *c, void (*on_written)(kp__conn_t *, kp__request_
  * or when on_frame returns nonzero. */
 long kp__conn_read(kp__conn_t *c, int (*on_frame)(kp__conn_t *, uint8_t *, size_t, void *),
                    void *arg);
+
+/* The request a response frame answers: the oldest completely written request, when the
+ * frame's response header (read from rd, for that request's api key and version) carries its
+ * correlation id. Returns it, still queued, with rd past the header; NULL when the frame
+ * answers nothing (no written request, a bad header, another correlation id): the stream is
+ * then out of step and the caller drops the connection. Fuzzed by fuzz_kafka_connection. */
+kp__request_t *kp__conn_response_request(kp__conn_t *c, kp_reader_t *rd);
 
 /* True when the connection has unwritten bytes. */
 bool kp__conn_has_unsent(const kp__conn_t *c);

@@ -173,14 +173,10 @@ static int on_frame(kp__conn_t *c, uint8_t *frame, size_t len, void *arg)
 {
     kp_producer_t *p = arg;
     int64_t now = kp__now_ms();
-    kp__request_t *r = c->in_flight.head;
-    if (!r || r == c->in_flight.unsent)
-        return -1; /* a response to nothing */
     kp_reader_t rd;
     kp_reader_init(&rd, frame, len);
-    int32_t corr = -1;
-    if (kp_response_header_read(&rd, r->api_key, r->version, &corr) != 0 ||
-        corr != r->correlation_id)
+    kp__request_t *r = kp__conn_response_request(c, &rd);
+    if (!r)
         return -1;
     kp__in_flight_pop(&c->in_flight);
     c->last_activity_ms = now;

@@ -19,6 +19,14 @@
 #include "../src/instrument/span_mark.h"
 #include "skywalking.h"
 
+/* Component ids of the OAP's component-libraries.yml (Apache SkyWalking 10.x); README
+   "Components" says why each was chosen. */
+#define SW__COMPONENT_HTTP       49   /* libmicrohttpd entries */
+#define SW__COMPONENT_CURL       8002 /* libcurl exits */
+#define SW__COMPONENT_POSTGRESQL 22
+#define SW__COMPONENT_MYSQL      5 /* libmariadb: the MySQL C API, to MySQL or MariaDB */
+#define SW__COMPONENT_REDIS      7
+
 /*
  * Returns the next definition of `name` after this library (`version` may be NULL), caching
  * it in *slot; NULL when there is none. Never calls anything that this library interposes.
@@ -41,9 +49,9 @@ void *sw__preload_real(_Atomic(void *) *slot, const char *name, const char *vers
 
 /*
  * Starts the agent on the first call (configuration read by the constructor) and returns true
- * while it runs. A bad configuration or a failed start is logged once (sw__log: stderr by default) and leaves
- * tracing off for the life of the process (a forked child tries again). Any thread; the first
- * call blocks while the agent starts (opens the file, starts the consumer thread).
+ * while it runs. A bad configuration or a failed start is logged once (sw__log: stderr by default)
+ * and leaves tracing off for the life of the process (a forked child tries again). Any thread; the
+ * first call blocks while the agent starts (opens the file, starts the consumer thread).
  */
 bool sw__preload_agent_ready(void);
 

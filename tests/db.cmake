@@ -39,3 +39,16 @@ target_compile_definitions(test_preload_db PRIVATE
 add_dependencies(test_preload_db skywalking-preload pl_db)
 set_tests_properties(test_preload_db PROPERTIES FIXTURES_REQUIRED db
   ENVIRONMENT "SW_TEST_DB_STATE=${SW_DB_FIXTURE_DIR}")
+
+# CPU per traced call (PQexec SELECT 1, Redis GET) against the same calls without the preload.
+sw_add_bench(plugins_bench
+  SOURCES bench/plugins_bench.c
+  LIBS PkgConfig::PL_PQ PkgConfig::PL_HIREDIS
+  FIXTURES db
+  LABELS db)
+target_compile_definitions(plugins_bench PRIVATE
+  PL_PRELOAD_LIB="$<TARGET_FILE:skywalking-preload>"
+  PL_DB_SERVERS_SH="${SW_DB_SERVERS_SH}")
+add_dependencies(plugins_bench skywalking-preload)
+set_tests_properties(plugins_bench_smoke PROPERTIES
+  ENVIRONMENT "SW_TEST_DB_STATE=${SW_DB_FIXTURE_DIR}")

@@ -70,7 +70,16 @@ typedef struct pq_fns {
     char *(*conn_error)(const PGconn *);
     ExecStatusType (*status)(const PGresult *);
     char *(*result_error)(const PGresult *);
+    int (*backend_pid)(const PGconn *);
 } pq_fns_t;
+
+/* The peer of the connection this thread traced last, keyed by the connection and its server
+   process (a freed PGconn's address may be reused by a new connection). */
+static __thread struct {
+    const PGconn *conn;
+    int backend_pid;
+    char peer[512];
+} tls_peer;
 
 static bool fns_resolve(pq_fns_t *f)
 {
@@ -80,7 +89,9 @@ static bool fns_resolve(pq_fns_t *f)
     SW__PRELOAD_REAL(f->conn_error, "PQerrorMessage");
     SW__PRELOAD_REAL(f->status, "PQresultStatus");
     SW__PRELOAD_REAL(f->result_error, "PQresultErrorMessage");
-    return f->host && f->port && f->db && f->conn_error && f->status && f->result_error;
+    SW__PRELOAD_REAL(f->backend_pid, "PQbackendPID");
+    return f->host && f->port && f->db && f->conn_error && f->status && f->result_error &&
+           f->backend_pid;
 }
 
 static size_t bucket_of(const PGconn *c)
@@ -119,8 +130,15 @@ static bool tracing(pq_fns_t *f)
     return !in_call && !sw__preload_busy && fns_resolve(f) && sw__preload_agent_ready();
 }
 
-static void peer_format(const pq_fns_t *f, const PGconn *conn, char *peer, size_t size)
+static const char *peer_of(const pq_fns_t *f, const PGconn *conn)
 {
+    int pid = f->backend_pid(conn);
+    if (tls_peer.conn == conn && tls_peer.backend_pid == pid && pid != 0)
+        return tls_peer.peer;
+    char *peer = tls_peer.peer;
+    size_t size = sizeof tls_peer.peer;
+    tls_peer.conn = conn;
+    tls_peer.backend_pid = pid;
     const char *host = f->host(conn);
     const char *port = f->port(conn);
     if (port == NULL || port[0] == '\0')
@@ -129,6 +147,7 @@ static void peer_format(const pq_fns_t *f, const PGconn *conn, char *peer, size_
         snprintf(peer, size, "%s/.s.PGSQL.%s", host, port);
     else
         snprintf(peer, size, "%s:%s", host != NULL && host[0] != '\0' ? host : "localhost", port);
+    return peer;
 }
 
 static const char *param_text(const void *ctx, int i, size_t *len)
@@ -164,10 +183,8 @@ static char *params_copy(int n, const char *const *values, const int *formats)
 static void span_begin(const pq_fns_t *f, const PGconn *conn, const char *op, const char *sql,
                        int64_t since_ms)
 {
-    char peer[512];
-    peer_format(f, conn, peer, sizeof peer);
     sw__span_mark_t mark;
-    sw__span_begin_exit_since(op, peer, since_ms, &mark);
+    sw__span_begin_exit_since(op, peer_of(f, conn), since_ms, &mark);
     sw__preload_pending_apply(&mark, true);
     sw__db_span_tags(SW__COMPONENT_POSTGRESQL, f->db(conn), sql, sql != NULL ? strlen(sql) : 0);
 }

@@ -157,13 +157,57 @@ static bool argv_view(int argc, const char **argv, const size_t *argvlen, comman
     return true;
 }
 
-/* The view of a printf-style command, formatted with the real redisvFormatCommand on a copy of
-   ap. *formatted is to be freed with redisFreeCommand. */
+/* The length of the word of fmt at p (up to a space or the end). */
+static size_t word_len(const char *p)
+{
+    return strcspn(p, " ");
+}
+
+/* The view of the common formats without a formatting pass: a literal command word, then
+   nothing, a literal key, "%s" or "%b". False for any other format (a '%' in the command
+   word, another conversion in the key word). */
+static bool format_view_fast(const char *fmt, va_list ap, command_view_t *v)
+{
+    size_t n = word_len(fmt);
+    if (n == 0 || memchr(fmt, '%', n) != NULL)
+        return false;
+    v->cmd = fmt;
+    v->cmd_len = n;
+    v->key = NULL;
+    v->key_len = 0;
+    const char *k = fmt + n;
+    while (*k == ' ')
+        k++;
+    size_t kn = word_len(k);
+    if (kn == 0)
+        return true;
+    if (memchr(k, '%', kn) == NULL) {
+        v->key = k;
+        v->key_len = kn;
+        return true;
+    }
+    if (kn != 2 || (k[1] != 's' && k[1] != 'b'))
+        return false;
+    va_list copy;
+    va_copy(copy, ap);
+    v->key = va_arg(copy, const char *);
+    v->key_len = k[1] == 'b' ? va_arg(copy, size_t) : (v->key != NULL ? strlen(v->key) : 0);
+    va_end(copy);
+    return v->key != NULL;
+}
+
+/* The view of a printf-style command: format_view_fast, or else formatted with the real
+   redisvFormatCommand on a copy of ap (*formatted is then to be freed with redisFreeCommand).
+ */
 static bool format_view(const char *fmt, va_list ap, char **formatted, command_view_t *v)
 {
     int (*format)(char **, const char *, va_list);
     SW__PRELOAD_REAL(format, "redisvFormatCommand");
     *formatted = NULL;
+    if (fmt == NULL)
+        return false;
+    if (format_view_fast(fmt, ap, v))
+        return true;
     if (format == NULL)
         return false;
     va_list copy;

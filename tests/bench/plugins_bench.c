@@ -6,10 +6,12 @@
  *   redis: redisCommand("GET k") over loopback TCP to a real Redis
  *
  * Each measurement is a child process (this program in "client" mode, linking libpq and
- * hiredis dynamically) that connects and makes N calls; its CPU time is the whole process's,
- * every thread (the agent's consumer and its exit drain included), from wait4's rusage. Two
- * call counts per side, N1 and N2, cancel the fixed costs (start, connect, agent start and
- * shutdown): CPU per call = (cpu(N2) - cpu(N1)) / (N2 - N1). A round measures plain and traced
+ * hiredis dynamically) that connects, makes 200 warm-up calls (agent start, first segment
+ * blocks), waits until the agent has written everything, then makes N measured calls and
+ * waits again until the agent has written their segments (the file has not grown for 200 ms;
+ * the plain side idles the same time). It reports the CPU time of that stretch from
+ * CLOCK_PROCESS_CPUTIME_ID: every thread of the process, the agent's consumer (encoding,
+ * writing) included; per call = that / N. A round measures plain and traced
  * (the preload, 100% sampling, file reporter; every call is its own segment) with the order
  * alternating between rounds so that drift hits both sides; delta = traced - plain per round,
  * and the figures are medians over the rounds, with the spread (min..max) of the deltas. After
@@ -19,8 +21,8 @@
  * Servers: those of the ctest fixture db when SW_TEST_DB_STATE names its directory, otherwise
  * tests/support/db/servers.sh is started for the run and stopped at the end.
  *
- * Usage: plugins_bench [--smoke] [--rounds R]   (default 7 rounds, N1=2000, N2=12000;
- *        --smoke: 1 round, N1=100, N2=600, no target check)
+ * Usage: plugins_bench [--smoke] [--rounds R]   (default 7 rounds of N=10000 calls per side;
+ *        --smoke: 1 round of N=300)
  * Last line: pq_cpu_ns_per_call_plain= pq_cpu_ns_per_call_traced= pq_cpu_ns_per_call_delta=
  *            pq_delta_min= pq_delta_max= redis_cpu_ns_per_call_plain= ... redis_delta_max=
  */
@@ -31,9 +33,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define ROUNDS_MAX 31
@@ -51,6 +53,40 @@ static void die(const char *what)
 
 /* ---- client mode --------------------------------------------------------------------------- */
 
+#define WARMUP_CALLS 200
+
+static int64_t cpu_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts); /* every thread of the process */
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Waits until the agent has written what it holds: the segment file (when tracing) has not
+   grown for 200 ms (10 consumer cycles), at most 30 s. Without the preload it only sleeps the
+   same 200 ms, so that both sides idle alike. */
+static void drain_wait(void)
+{
+    const char *path = getenv("SW_REPORTER_FILE_PATH");
+    off_t last = -1;
+    int stable_ms = 0;
+    for (int waited = 0; waited < 30000 && stable_ms < 200; waited += 10) {
+        struct timespec ts = {0, 10000000};
+        nanosleep(&ts, NULL); /* polling a file another thread writes: nothing to wait on */
+        struct stat st;
+        off_t size = path != NULL && stat(path, &st) == 0 ? st.st_size : 0;
+        stable_ms = size == last ? stable_ms + 10 : 0;
+        last = size;
+    }
+}
+
+/* Prints the CPU time of the n measured calls, drain included, for the parent. */
+static void client_report(int64_t cpu0)
+{
+    drain_wait();
+    printf("%lld\n", (long long)(cpu_now_ns() - cpu0));
+}
+
 static int client_pq(long n)
 {
     char info[1024];
@@ -61,7 +97,12 @@ static int client_pq(long n)
         fprintf(stderr, "plugins_bench client: %s", PQerrorMessage(c));
         return 1;
     }
-    for (long i = 0; i < n; i++) {
+    int64_t cpu0 = 0;
+    for (long i = 0; i < n + WARMUP_CALLS; i++) {
+        if (i == WARMUP_CALLS) {
+            drain_wait();
+            cpu0 = cpu_now_ns();
+        }
         PGresult *r = PQexec(c, "SELECT 1");
         if (PQresultStatus(r) != PGRES_TUPLES_OK) {
             fprintf(stderr, "plugins_bench client: %s", PQresultErrorMessage(r));
@@ -69,6 +110,7 @@ static int client_pq(long n)
         }
         PQclear(r);
     }
+    client_report(cpu0);
     PQfinish(c);
     return 0;
 }
@@ -81,7 +123,12 @@ static int client_redis(long n)
         return 1;
     }
     freeReplyObject(redisCommand(c, "SET k v"));
-    for (long i = 0; i < n; i++) {
+    int64_t cpu0 = 0;
+    for (long i = 0; i < n + WARMUP_CALLS; i++) {
+        if (i == WARMUP_CALLS) {
+            drain_wait();
+            cpu0 = cpu_now_ns();
+        }
         redisReply *r = redisCommand(c, "GET k");
         if (r == NULL || r->type != REDIS_REPLY_STRING) {
             fprintf(stderr, "plugins_bench client: GET failed\n");
@@ -89,6 +136,7 @@ static int client_redis(long n)
         }
         freeReplyObject(r);
     }
+    client_report(cpu0);
     redisFree(c);
     return 0;
 }
@@ -174,31 +222,48 @@ static long segments_count(const char *path)
     return n;
 }
 
-/* Runs the client for `what` with n calls, preloaded when `traced`; returns its CPU in ns. */
+/* Runs the client for `what` with n measured calls, preloaded when `traced`; returns the CPU
+   time the client measured for them (all its threads, the agent's drain included), in ns. */
 static double client_cpu_ns(const char *self, const char *what, long n, bool traced)
 {
     char segfile[700], count[32];
     snprintf(segfile, sizeof segfile, "%s/bench-%d.bin", getenv("SW_TEST_DB_TMP"), (int)getpid());
     unlink(segfile);
     snprintf(count, sizeof count, "%ld", n);
+    int fds[2];
+    if (pipe(fds) != 0)
+        die("pipe failed");
     pid_t pid = fork();
     if (pid < 0)
         die("fork failed");
     if (pid == 0) {
+        dup2(fds[1], 1);
+        close(fds[0]);
+        close(fds[1]);
         if (traced) {
             setenv("LD_PRELOAD", PL_PRELOAD_LIB, 1);
             setenv("SW_REPORTER_FILE_PATH", segfile, 1);
             setenv("SW_AGENT_NAME", "plugins-bench", 1);
+            /* Room for a whole run in the DataCarrier (5 x 4096 slots), so that a consumer
+               starved by a loaded machine delays the writes instead of dropping segments;
+               small blocks (one span each here) keep that bounded (~ 20 k x 6 KiB). */
+            setenv("SW_BUFFER_BUFFER_SIZE", "4096", 1);
+            setenv("SW_AGENT_SPAN_LIMIT", "16", 1);
+            setenv("SW_AGENT_SEGMENT_ARENA_BYTES", "4096", 1);
         }
         execl(self, self, "client", what, count, (char *)NULL);
         _exit(127);
     }
+    close(fds[1]);
+    char out[64] = "";
+    ssize_t got_bytes = read(fds[0], out, sizeof out - 1); /* blocks until the client reports */
+    close(fds[0]);
     int st;
-    struct rusage ru;
-    if (wait4(pid, &st, 0, &ru) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+    if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0 || got_bytes <= 0)
         die("the client failed");
     if (traced) {
-        long want = n + (strcmp(what, "redis") == 0); /* the redis client SETs k first */
+        /* warm-up calls, measured calls, and the redis client's SET */
+        long want = n + WARMUP_CALLS + (strcmp(what, "redis") == 0);
         long got = segments_count(segfile);
         if (got != want) {
             fprintf(stderr, "plugins_bench: %s: %ld segments for %ld calls\n", what, got, want);
@@ -206,15 +271,12 @@ static double client_cpu_ns(const char *self, const char *what, long n, bool tra
         }
         unlink(segfile);
     }
-    return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e9 +
-           (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e3;
+    return atof(out);
 }
 
-static double per_call(const char *self, const char *what, long n1, long n2, bool traced)
+static double per_call(const char *self, const char *what, long n, bool traced)
 {
-    double a = client_cpu_ns(self, what, n1, traced);
-    double b = client_cpu_ns(self, what, n2, traced);
-    return (b - a) / (double)(n2 - n1);
+    return client_cpu_ns(self, what, n, traced) / (double)n;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -235,16 +297,16 @@ typedef struct figures {
     double plain, traced, delta, dmin, dmax;
 } figures_t;
 
-static figures_t measure(const char *self, const char *what, int rounds, long n1, long n2)
+static figures_t measure(const char *self, const char *what, int rounds, long n)
 {
     double plain[ROUNDS_MAX], traced[ROUNDS_MAX], delta[ROUNDS_MAX];
     for (int r = 0; r < rounds; r++) {
         if (r % 2 == 0) {
-            plain[r] = per_call(self, what, n1, n2, false);
-            traced[r] = per_call(self, what, n1, n2, true);
+            plain[r] = per_call(self, what, n, false);
+            traced[r] = per_call(self, what, n, true);
         } else {
-            traced[r] = per_call(self, what, n1, n2, true);
-            plain[r] = per_call(self, what, n1, n2, false);
+            traced[r] = per_call(self, what, n, true);
+            plain[r] = per_call(self, what, n, false);
         }
         delta[r] = traced[r] - plain[r];
         fprintf(stderr, "plugins_bench: %s round %d: plain %.0f ns, traced %.0f ns, delta %.0f\n",
@@ -277,11 +339,10 @@ int main(int argc, char **argv)
     }
     if (rounds < 1 || rounds > ROUNDS_MAX)
         die("--rounds must be 1..31");
-    long n1 = 2000, n2 = 12000;
+    long n = 10000;
     if (smoke) {
         rounds = 1;
-        n1 = 100;
-        n2 = 600;
+        n = 300;
     }
     char self[4096];
     ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -289,8 +350,8 @@ int main(int argc, char **argv)
         die("cannot find my own executable");
     self[len] = '\0';
     servers_open();
-    figures_t pq = measure(self, "pq", rounds, n1, n2);
-    figures_t rd = measure(self, "redis", rounds, n1, n2);
+    figures_t pq = measure(self, "pq", rounds, n);
+    figures_t rd = measure(self, "redis", rounds, n);
     servers_close();
     printf("pq_cpu_ns_per_call_plain=%.0f pq_cpu_ns_per_call_traced=%.0f "
            "pq_cpu_ns_per_call_delta=%.0f pq_delta_min=%.0f pq_delta_max=%.0f "

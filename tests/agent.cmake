@@ -4,7 +4,8 @@
 if(TARGET skywalking)
   set(SW_AGENT_TESTS test_span test_sw8 test_sampling test_config test_file_reporter
                      test_span_alloc test_segment_pool test_log
-                     test_config_hostile)
+                     test_config_hostile
+                     test_span_async)
   foreach(t ${SW_AGENT_TESTS})
     sw_add_unit_test(${t} SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/${t}.c LIBS skywalking)
     target_include_directories(${t} PRIVATE ${PROJECT_SOURCE_DIR}/agent/src

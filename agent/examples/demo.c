@@ -23,8 +23,11 @@
 
 #include "skywalking.h"
 
-#define SERVER_THREADS       2
-#define COMPONENT_HTTPCLIENT 2 /* "HttpClient" in SkyWalking's component-libraries.yml */
+#define SERVER_THREADS 2
+/* Component ids of SkyWalking's component-libraries.yml (OAP 10.x). */
+#define COMPONENT_HTTPCLIENT 2  /* "HttpClient": the outgoing HTTP calls */
+#define COMPONENT_POSTGRESQL 22 /* "PostgreSQL": the database call */
+#define COMPONENT_HTTP       49 /* "http": the HTTP server the entry spans stand for */
 
 typedef struct request {
     int id;
@@ -51,6 +54,7 @@ static void gateway_call(request_t *req)
     snprintf(op, sizeof op, "GET /orders/%d", req->id);
     sw_entry_span_begin("gateway: POST /checkout", NULL);
     sw_span_set_layer(SW_LAYER_HTTP);
+    sw_span_set_component(COMPONENT_HTTP);
     sw_correlation_set("tenant", req->id % 2 ? "acme" : "globex");
     sw_exit_span_begin(op, "orders.demo:8080");
     sw_span_set_layer(SW_LAYER_HTTP);
@@ -83,6 +87,7 @@ static void handle(request_t *req)
                                 req->from_gateway ? req->correlation : NULL,
                                 req->from_gateway ? req->sw8_x : NULL);
     sw_span_set_layer(SW_LAYER_HTTP);
+    sw_span_set_component(COMPONENT_HTTP);
     sw_span_tag("http.method", "GET");
     sw_span_tag("url", url);
 
@@ -92,6 +97,7 @@ static void handle(request_t *req)
 
     sw_exit_span_begin("PostgreSQL/SELECT", "postgres.demo:5432");
     sw_span_set_layer(SW_LAYER_DATABASE);
+    sw_span_set_component(COMPONENT_POSTGRESQL);
     snprintf(statement, sizeof statement, "SELECT * FROM orders WHERE id = %d", req->id);
     sw_span_tag("db.type", "sql");
     sw_span_tag("db.instance", "orders");

@@ -19,6 +19,14 @@
 #include "../src/instrument/span_mark.h"
 #include "skywalking.h"
 
+/* Component ids of the OAP's component-libraries.yml (Apache SkyWalking 10.x); README
+   "Components" says why each was chosen. */
+#define SW__COMPONENT_HTTP       49   /* libmicrohttpd entries */
+#define SW__COMPONENT_CURL       8002 /* libcurl exits */
+#define SW__COMPONENT_POSTGRESQL 22
+#define SW__COMPONENT_MYSQL      5 /* libmariadb: the MySQL C API, to MySQL or MariaDB */
+#define SW__COMPONENT_REDIS      7
+
 /*
  * Returns the next definition of `name` after this library (`version` may be NULL), caching
  * it in *slot; NULL when there is none. Never calls anything that this library interposes.

@@ -7,11 +7,8 @@
  * remember, per handle, the caller's CURLOPT_HTTPHEADER list and CURLOPT_URL. For a traced
  * request a temporary list (the caller's headers, then ours) is set, the transfer performed,
  * and the caller's list set back before the temporary one is freed: the caller's list is
- * never modified. The multi interface is not traced (its transfers interleave on one thread,
- * which a per-thread span stack cannot represent).
+ * never modified. The multi interface is in preload_curl_multi.c.
  */
-#define CURL_DISABLE_TYPECHECK 1
-#include <curl/curl.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -20,9 +17,12 @@
 #include <string.h>
 
 #include "preload.h"
+#include "preload_curl.h"
 
 #define BUCKETS 64
-#define URL_MAX 2048
+#define URL_MAX SW__CURL_URL_MAX
+
+__thread bool sw__curl_in_easy;
 
 typedef struct handle_info {
     struct handle_info *next;
@@ -175,9 +175,7 @@ CURL *curl_easy_duphandle(CURL *h)
     return dup;
 }
 
-/* Splits url into the span's operation (its path, without the query) and peer (host:port),
-   and removes any user:password@ from url in place (it must not reach the trace). */
-static void url_split(char *url, char *path, size_t path_len, char *peer, size_t peer_len)
+void sw__curl_url_split(char *url, char *path, size_t path_len, char *peer, size_t peer_len)
 {
     char *p = strstr(url, "://");
     bool https = strncmp(url, "https:", 6) == 0;
@@ -196,24 +194,41 @@ static void url_split(char *url, char *path, size_t path_len, char *peer, size_t
     } else {
         colon = memchr(host, ':', hlen);
     }
-    if (colon != NULL)
+    /* host part without the port; an empty port (host:) takes the scheme's default */
+    size_t name_len = colon != NULL ? (size_t)(colon - host) : hlen;
+    bool has_port = colon != NULL && colon + 1 < at;
+    if (name_len == 0)
+        peer[0] = '\0'; /* no host: no peer is written */
+    else if (has_port)
         snprintf(peer, peer_len, "%.*s", (int)hlen, host);
     else
-        snprintf(peer, peer_len, "%.*s:%d", (int)hlen, host, https ? 443 : 80);
+        snprintf(peer, peer_len, "%.*s:%d", (int)name_len, host, https ? 443 : 80);
     size_t plen = strcspn(at, "?#");
     snprintf(path, path_len, "%.*s", (int)plen, plen ? at : "/");
 }
 
-typedef struct curl_fns {
-    struct curl_slist *(*append)(struct curl_slist *, const char *);
-    void (*free_all)(struct curl_slist *);
-    CURLcode (*getinfo)(CURL *, CURLINFO, ...);
-    CURLcode (*setopt)(CURL *, CURLoption, ...);
-    const char *(*strerror)(CURLcode);
-} curl_fns_t;
+struct curl_slist *sw__curl_handle_get(CURL *h, char *url, size_t url_len)
+{
+    struct curl_slist *caller = NULL;
+    url[0] = '\0';
+    pthread_mutex_lock(&handles_lock);
+    handle_info_t *i = info_find(h, false);
+    if (i != NULL) {
+        caller = i->headers;
+        snprintf(url, url_len, "%s", i->url != NULL ? i->url : "");
+    }
+    pthread_mutex_unlock(&handles_lock);
+    return caller;
+}
 
-/* The caller's headers plus ours, or NULL (nothing to add, or out of memory). */
-static struct curl_slist *headers_build(const curl_fns_t *f, const struct curl_slist *caller)
+void sw__curl_span_tags(const char *url)
+{
+    sw_span_set_layer(SW_LAYER_HTTP);
+    sw_span_set_component(SW__COMPONENT_CURL);
+    sw_span_tag("url", url);
+}
+
+struct curl_slist *sw__curl_headers_build(const sw__curl_fns_t *f, const struct curl_slist *caller)
 {
     static const char *const names[3] = {"sw8: ", "sw8-correlation: ", "sw8-x: "};
     char sw8[SW_SW8_MAX], corr[SW_CORRELATION_HEADER_MAX], x[SW_SW8_X_MAX];
@@ -243,8 +258,7 @@ fail:
     return NULL;
 }
 
-/* Tags the outcome on the active exit span. */
-static void outcome_tag(const curl_fns_t *f, CURL *h, CURLcode rc)
+void sw__curl_outcome_tag(const sw__curl_fns_t *f, CURL *h, CURLcode rc)
 {
     char *method = NULL;
     if (f->getinfo(h, CURLINFO_EFFECTIVE_METHOD, &method) == CURLE_OK && method != NULL)
@@ -264,7 +278,7 @@ static void outcome_tag(const curl_fns_t *f, CURL *h, CURLcode rc)
     }
 }
 
-static bool fns_resolve(curl_fns_t *f)
+bool sw__curl_fns_resolve(sw__curl_fns_t *f)
 {
     SW__PRELOAD_REAL(f->append, "curl_slist_append");
     SW__PRELOAD_REAL(f->free_all, "curl_slist_free_all");
@@ -280,36 +294,36 @@ CURLcode curl_easy_perform(CURL *h)
     SW__PRELOAD_REAL(real, "curl_easy_perform");
     if (real == NULL)
         return CURLE_FAILED_INIT;
-    curl_fns_t f;
-    if (sw__preload_busy || !fns_resolve(&f) || !sw__preload_agent_ready())
-        return real(h);
-    char url[URL_MAX] = "";
-    struct curl_slist *caller = NULL;
-    pthread_mutex_lock(&handles_lock);
-    handle_info_t *i = info_find(h, false);
-    if (i != NULL) {
-        caller = i->headers;
-        snprintf(url, sizeof url, "%s", i->url != NULL ? i->url : "");
+    sw__curl_fns_t f;
+    if (sw__preload_busy || sw__curl_in_easy || !sw__curl_fns_resolve(&f) ||
+        !sw__preload_agent_ready()) {
+        bool outer = sw__curl_in_easy;
+        sw__curl_in_easy = true;
+        CURLcode rc = real(h);
+        sw__curl_in_easy = outer;
+        return rc;
     }
-    pthread_mutex_unlock(&handles_lock);
+    char url[URL_MAX];
+    struct curl_slist *caller = sw__curl_handle_get(h, url, sizeof url);
     char path[URL_MAX], peer[512];
-    url_split(url, path, sizeof path, peer, sizeof peer);
+    sw__curl_url_split(url, path, sizeof path, peer, sizeof peer);
     sw__span_mark_t mark;
-    sw__span_begin_exit_marked(path, peer, &mark);
+    sw__span_begin_exit_marked(path, peer[0] != '\0' ? peer : NULL, &mark);
     sw__preload_pending_apply(&mark, true);
-    sw_span_set_layer(SW_LAYER_HTTP);
-    sw_span_tag("url", url);
-    struct curl_slist *ours = headers_build(&f, caller);
+    sw__curl_span_tags(url);
+    struct curl_slist *ours = sw__curl_headers_build(&f, caller);
     if (ours != NULL && f.setopt(h, CURLOPT_HTTPHEADER, ours) != CURLE_OK) {
         f.free_all(ours);
         ours = NULL;
     }
+    sw__curl_in_easy = true;
     CURLcode rc = real(h);
+    sw__curl_in_easy = false;
     if (ours != NULL) {
         (void)f.setopt(h, CURLOPT_HTTPHEADER, caller);
         f.free_all(ours);
     }
-    outcome_tag(&f, h, rc);
+    sw__curl_outcome_tag(&f, h, rc);
     sw_span_end();
     return rc;
 }

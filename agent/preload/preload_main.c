@@ -14,6 +14,7 @@
 #include "../src/config/config.h"
 #include "../src/log/log.h"
 #include "preload.h"
+#include "preload_db.h"
 
 __thread bool sw__preload_busy;
 
@@ -142,6 +143,7 @@ __attribute__((constructor)) static void preload_start(void)
         sw__log(SW_LOG_ERROR, "preload: %s; this program runs untraced", err);
         atomic_store_explicit(&agent_state, 2, memory_order_relaxed);
     }
+    (void)sw__db_settings_load(); /* a bad value is logged; its default stays */
 }
 
 /* Runs after the agent's atexit handler has drained and flushed the reporter. A server that

@@ -132,6 +132,7 @@ static enum MHD_Result handler_traced(void *cls, struct MHD_Connection *connecti
     if (!call.queued && sw__span_discard_marked(&mark))
         return r;
     sw_span_set_layer(SW_LAYER_HTTP);
+    sw_span_set_component(SW__COMPONENT_HTTP);
     peer_set(connection);
     sw_span_tag("http.method", method);
     sw_span_tag("url", url);

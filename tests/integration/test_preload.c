@@ -99,6 +99,7 @@ Test(preload, curl_cli_to_mhd_server_is_one_trace)
     cr_assert_str_eq(pl_span_tag(exit_span, "http.method"), "GET");
     cr_assert_str_eq(pl_span_tag(exit_span, "http.status_code"), "200");
     cr_assert_not(exit_span->iserror);
+    cr_assert_eq(exit_span->componentid, 8002, "libcurl exits are cURL (component-libraries.yml)");
 
     cr_assert_str_eq(ss->service, "pl-server");
     cr_assert_str_eq(ss->traceid, cs->traceid, "the server did not join curl's trace");
@@ -109,6 +110,7 @@ Test(preload, curl_cli_to_mhd_server_is_one_trace)
     cr_assert_str_eq(pl_span_tag(entry, "http.status_code"), "200");
     cr_assert_str_eq(pl_span_tag(entry, "http.method"), "GET");
     cr_assert_eq(strncmp(entry->peer, "127.0.0.1:", 10), 0, "entry peer %s", entry->peer);
+    cr_assert_eq(entry->componentid, 49, "libmicrohttpd entries are http");
     cr_assert_eq(entry->n_refs, 1);
     const Skywalking__V3__SegmentReference *ref = entry->refs[0];
     cr_assert_eq(ref->reftype, SKYWALKING__V3__REF_TYPE__CrossProcess);
@@ -185,6 +187,72 @@ static size_t count_linked(const pl_segments_t *s, const char *op, int type, int
             n++;
     }
     return n;
+}
+
+Test(preload, url_without_port_gets_the_scheme_default)
+{
+    char dir[256], path[512];
+    pl_tmpdir(dir, sizeof dir, "noport");
+    char store[4][4200], *env[4];
+    env_make(env, store, dir, "c.bin", "pl-curl");
+    /* An empty port: curl uses 80. Whether something answers there does not matter. */
+    char *argv[] = {"curl", "-s", "-o", "/dev/null", "--max-time", "5", "http://127.0.0.1:/x",
+                    NULL};
+    cr_assert_geq(pl_run(argv, env, NULL, NULL, WAIT_MS), 0, "curl did not exit");
+    pl_segments_t s = {0};
+    path_join(path, sizeof path, dir, "c.bin");
+    cr_assert_eq(pl_segments_read(&s, path), 1);
+    cr_assert_str_eq(s.segs[0]->spans[0]->peer, "127.0.0.1:80", "peer %s",
+                     s.segs[0]->spans[0]->peer);
+    pl_segments_free(&s);
+}
+
+Test(preload, curl_multi_transfers_are_sibling_exit_spans)
+{
+    char dir[256], path[512];
+    pl_tmpdir(dir, sizeof dir, "multi");
+    char store[4][4200], *env[4];
+    env_make(env, store, dir, "m.bin", "pl-multi");
+    char *argv[] = {PL_SERVER, "multi", "3", NULL};
+    cr_assert_eq(pl_run(argv, env, NULL, NULL, WAIT_MS), 0, "a multi transfer failed");
+    pl_segments_t s = {0};
+    path_join(path, sizeof path, dir, "m.bin");
+    /* main's GET /multi/3, the handler (entry + 3 exits), 2 /leaf and 1 /fail handlers. */
+    cr_assert_eq(pl_segments_read(&s, path), 5);
+    refs_resolve(&s);
+    const pl_segment_t *handler = NULL;
+    for (size_t i = 0; i < s.n; i++)
+        if (s.segs[i]->spans[0]->spantype == SKYWALKING__V3__SPAN_TYPE__Entry &&
+            strcmp(s.segs[i]->spans[0]->operationname, "/multi/3") == 0)
+            handler = s.segs[i];
+    cr_assert_not_null(handler, "no /multi/3 handler segment");
+    cr_assert_eq(handler->n_spans, 4, "the 3 transfers are spans of the handler's segment");
+    unsigned fails = 0;
+    for (size_t k = 1; k < 4; k++) {
+        const pl_span_t *x = handler->spans[k];
+        cr_assert_eq(x->spantype, SKYWALKING__V3__SPAN_TYPE__Exit);
+        cr_assert_eq(x->parentspanid, 0, "transfers in flight together are siblings");
+        cr_assert_eq(x->componentid, 8002);
+        cr_assert_geq(x->endtime, x->starttime);
+        bool fail = strcmp(x->operationname, "/fail") == 0;
+        fails += fail;
+        cr_assert_str_eq(pl_span_tag(x, "http.status_code"), fail ? "503" : "200");
+        cr_assert_eq(x->iserror, fail);
+    }
+    cr_assert_eq(fails, 1);
+    /* Each server-side segment continues its own transfer's span. */
+    unsigned linked = 0;
+    for (size_t i = 0; i < s.n; i++) {
+        const pl_span_t *root = s.segs[i]->spans[0];
+        if (root->n_refs == 1 &&
+            strcmp(root->refs[0]->parenttracesegmentid, handler->tracesegmentid) == 0) {
+            const pl_span_t *x = handler->spans[root->refs[0]->parentspanid];
+            cr_assert_str_eq(x->operationname, root->operationname);
+            linked++;
+        }
+    }
+    cr_assert_eq(linked, 3, "each transfer carried its own sw8");
+    pl_segments_free(&s);
 }
 
 Test(preload, threads_continue_the_creating_span)

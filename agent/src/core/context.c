@@ -226,6 +226,8 @@ void sw__context_finish(sw__context_t *c)
     sw__segment_t *seg = c->segment;
     c->segment = NULL;
     c->active = -1;
+    if (seg->async_open != 0)
+        return; /* parked: the last asynchronous span's end reports it (span_async.c) */
     if (seg->truncations != 0)
         sw__counter_add(&c->counters.arena_truncated, seg->truncations);
     sw__counter_add(&c->counters.finished, 1);

@@ -135,7 +135,9 @@ int sw__context_add_ref(sw__context_t *c, int type, const char *trace_id,
                         const char *parent_service, const char *parent_instance,
                         const char *parent_endpoint, const char *address);
 
-/* The last span ended: counts and hands the segment to the DataCarrier. */
+/* The last span ended: counts and hands the segment to the DataCarrier; a segment with
+   asynchronous spans still open (seg->async_open) is only detached from the context (parked)
+   and reported by the end of its last asynchronous span. */
 void sw__context_finish(sw__context_t *c);
 
 /*

@@ -39,6 +39,7 @@ void sw__segment_reset(sw__segment_t *seg)
     seg->attr_count = 0;
     seg->ref_count = 0;
     seg->truncations = 0;
+    seg->async_open = 0;
     seg->size_limited = false;
     seg->correlation.count = 0;
     seg->trace_id[0] = '\0';

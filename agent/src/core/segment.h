@@ -82,6 +82,8 @@ struct sw__segment {
     uint32_t attr_count; /* attributes: the last attr_count records of the arena */
     uint32_t ref_count;
     uint32_t truncations;
+    uint32_t async_open; /* spans opened by span_async.h and not ended yet: the segment is
+                            reported only when this is 0 (instrument/span_async.h) */
     bool size_limited;
     sw_correlation_t correlation;
     sw__ref_t refs[SW__REFS_MAX];

@@ -7,6 +7,9 @@
  *                               that each GET /leaf
  *   pl_server fork N            serve, and GET /fork N times: the handler forks a child that
  *                               GETs /leaf and exits
+ *   pl_server multi N           serve, and GET /multi/N once: the handler runs N transfers at
+ *                               once on its thread with libcurl's multi interface (/leaf,
+ *                               the last one /fail)
  *
  * Paths: /leaf (200), /fail (503), /needs-header (200 if the request has "X-Test: 1", else
  * 412), /spawn/N, /fork. Every wait is bounded; a failure prints why and exits non-zero.
@@ -15,6 +18,7 @@
 #include <microhttpd.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,6 +78,52 @@ static unsigned spawn(unsigned n)
     return ok == n ? 200 : 500;
 }
 
+/* N transfers in flight at once on this thread (curl_multi_*): /leaf ... /leaf, /fail. Returns
+   200 when every /leaf answered 200 and /fail 503. */
+static unsigned multi_get(unsigned n)
+{
+    CURL *h[16];
+    CURLM *m = curl_multi_init();
+    if (m == NULL || n == 0 || n > 16)
+        return 500;
+    char url[256];
+    for (unsigned i = 0; i < n; i++) {
+        snprintf(url, sizeof url, "http://127.0.0.1:%u%s", port, i + 1 == n ? "/fail" : "/leaf");
+        h[i] = curl_easy_init();
+        curl_easy_setopt(h[i], CURLOPT_URL, url);
+        curl_easy_setopt(h[i], CURLOPT_TIMEOUT_MS, (long)WAIT_MS);
+        curl_easy_setopt(h[i], CURLOPT_NOSIGNAL, 1L);
+        curl_easy_setopt(h[i], CURLOPT_WRITEFUNCTION, body_discard);
+        curl_multi_add_handle(m, h[i]);
+    }
+    int running = (int)n;
+    unsigned ok = 0, done = 0;
+    while (done < n) {
+        if (curl_multi_perform(m, &running) != CURLM_OK ||
+            curl_multi_poll(m, NULL, 0, 1000, NULL) != CURLM_OK)
+            break;
+        CURLMsg *msg;
+        int left;
+        while ((msg = curl_multi_info_read(m, &left)) != NULL) {
+            if (msg->msg != CURLMSG_DONE)
+                continue;
+            long status = 0;
+            curl_easy_getinfo(msg->easy_handle, CURLINFO_RESPONSE_CODE, &status);
+            char *eff = NULL;
+            curl_easy_getinfo(msg->easy_handle, CURLINFO_EFFECTIVE_URL, &eff);
+            bool fail = eff != NULL && strstr(eff, "/fail") != NULL;
+            ok += status == (fail ? 503 : 200);
+            done++;
+        }
+    }
+    for (unsigned i = 0; i < n; i++) {
+        curl_multi_remove_handle(m, h[i]);
+        curl_easy_cleanup(h[i]);
+    }
+    curl_multi_cleanup(m);
+    return ok == n ? 200 : 500;
+}
+
 /* Waits for pid at most WAIT_MS; kills it when late. Returns its exit status or -1. */
 static int child_wait(pid_t pid)
 {
@@ -125,6 +175,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         status = spawn((unsigned)atoi(url + 7));
     } else if (strcmp(url, "/fork") == 0) {
         status = fork_leaf();
+    } else if (strncmp(url, "/multi/", 7) == 0) {
+        status = multi_get((unsigned)atoi(url + 7));
     }
     struct MHD_Response *r =
         MHD_create_response_from_buffer(2, (void *)"ok", MHD_RESPMEM_PERSISTENT);
@@ -136,7 +188,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 int main(int argc, char **argv)
 {
     if (argc != 3) {
-        fprintf(stderr, "usage: pl_server serve PORTFILE | threads N | fork N\n");
+        fprintf(stderr, "usage: pl_server serve PORTFILE | threads N | fork N | multi N\n");
         return 2;
     }
     curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -164,6 +216,10 @@ int main(int argc, char **argv)
     } else if (strcmp(argv[1], "threads") == 0) {
         char path[32];
         snprintf(path, sizeof path, "/spawn/%d", atoi(argv[2]));
+        rc = get(path) == 200 ? 0 : 1;
+    } else if (strcmp(argv[1], "multi") == 0) {
+        char path[32];
+        snprintf(path, sizeof path, "/multi/%d", atoi(argv[2]));
         rc = get(path) == 200 ? 0 : 1;
     } else if (strcmp(argv[1], "fork") == 0) {
         for (int i = 0; i < atoi(argv[2]) && rc == 0; i++)

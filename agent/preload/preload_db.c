@@ -1,0 +1,206 @@
+/*
+ * preload_db.c - span conventions and settings of the database and cache plugins (see
+ * preload_db.h).
+ */
+#include "preload_db.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "../src/log/log.h"
+#include "preload.h"
+#include "skywalking.h"
+
+sw__db_settings_t sw__db_settings = {SW__SQL_BODY_MAX_DEFAULT, false, true};
+
+/* A span's strings live in its segment's arena (SW_AGENT_SEGMENT_ARENA_BYTES, 16384 by default),
+   and the texts are assembled in stack buffers of this size: hence the bound. */
+#define SQL_BODY_MAX_LIMIT SW__SQL_BODY_MAX_LIMIT
+
+static int bool_read(const char *name, bool *out)
+{
+    const char *v = getenv(name);
+    if (v == NULL || v[0] == '\0')
+        return 0;
+    if (strcasecmp(v, "true") == 0 || strcmp(v, "1") == 0) {
+        *out = true;
+    } else if (strcasecmp(v, "false") == 0 || strcmp(v, "0") == 0) {
+        *out = false;
+    } else {
+        char esc[SW__LOG_ESCAPED_SIZE];
+        sw__log(SW_LOG_ERROR, "preload: %s=%s is not true or false; keeping %s", name,
+                SW__LOG_ESC(esc, v), *out ? "true" : "false");
+        return -1;
+    }
+    return 0;
+}
+
+int sw__db_settings_load(void)
+{
+    int rc = 0;
+    const char *v = getenv("SW_PLUGIN_SQL_BODY_MAX_LENGTH");
+    if (v != NULL && v[0] != '\0') {
+        char *end;
+        errno = 0;
+        long n = strtol(v, &end, 10);
+        if (errno != 0 || *end != '\0' || n < 0 || n > SQL_BODY_MAX_LIMIT) {
+            char esc[SW__LOG_ESCAPED_SIZE];
+            sw__log(SW_LOG_ERROR,
+                    "preload: SW_PLUGIN_SQL_BODY_MAX_LENGTH=%s is not a byte count in 0..%d; "
+                    "keeping %d",
+                    SW__LOG_ESC(esc, v), SQL_BODY_MAX_LIMIT, SW__SQL_BODY_MAX_DEFAULT);
+            rc = -1;
+        } else {
+            sw__db_settings.sql_body_max = (size_t)n;
+        }
+    }
+    if (bool_read("SW_PLUGIN_SQL_PARAMETERS", &sw__db_settings.sql_parameters) != 0)
+        rc = -1;
+    if (bool_read("SW_PLUGIN_REDIS_TRACE_KEY", &sw__db_settings.redis_trace_key) != 0)
+        rc = -1;
+    return rc;
+}
+
+/* len cut to at most max bytes, not inside a UTF-8 sequence. */
+static size_t utf8_cut(const char *s, size_t len, size_t max)
+{
+    if (len <= max)
+        return len;
+    size_t n = max;
+    while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
+        n--;
+    return n;
+}
+
+/* Tags key with the first len bytes of value (copied through a bounded stack buffer). */
+static void tag_n(const char *key, const char *value, size_t len)
+{
+    char buf[SQL_BODY_MAX_LIMIT + 1];
+    memcpy(buf, value, len);
+    buf[len] = '\0';
+    sw_span_tag(key, buf);
+}
+
+void sw__db_span_tags(int32_t component, const char *instance, const char *sql, size_t sql_len)
+{
+    sw_span_set_layer(SW_LAYER_DATABASE);
+    sw_span_set_component(component);
+    sw_span_tag("db.type", "sql");
+    if (instance != NULL && instance[0] != '\0')
+        sw_span_tag("db.instance", instance);
+    if (sql != NULL)
+        tag_n("db.statement", sql, utf8_cut(sql, sql_len, sw__db_settings.sql_body_max));
+}
+
+const char *sw__db_params_format(char *buf, size_t size, int n, sw__db_param_fn value,
+                                 const void *ctx)
+{
+    size_t max = sw__db_settings.sql_body_max < size - 1 ? sw__db_settings.sql_body_max : size - 1;
+    size_t used = 0;
+    if (used < max)
+        buf[used++] = '[';
+    for (int i = 0; i < n && used < max; i++) {
+        size_t len;
+        const char *v = value(ctx, i, &len);
+        if (v == NULL) {
+            v = "null";
+            len = 4;
+        }
+        if (i != 0)
+            buf[used++] = ',';
+        size_t k = utf8_cut(v, len, max > used ? max - used : 0);
+        memcpy(buf + used, v, k);
+        used += k;
+    }
+    if (used < max)
+        buf[used++] = ']';
+    buf[used] = '\0';
+    return buf;
+}
+
+void sw__db_params_tag(int n, sw__db_param_fn value, const void *ctx)
+{
+    if (!sw__db_settings.sql_parameters || n <= 0)
+        return;
+    char buf[SQL_BODY_MAX_LIMIT + 1];
+    sw_span_tag("db.sql.parameters", sw__db_params_format(buf, sizeof buf, n, value, ctx));
+}
+
+void sw__db_span_error(const char *kind, const char *message, size_t len)
+{
+    while (len > 0 && (message[len - 1] == '\n' || message[len - 1] == ' '))
+        len--; /* libpq and hiredis end messages with a newline */
+    char esc[SW__LOG_ESCAPED_SIZE];
+    sw__log_escape(esc, sizeof esc, message, len);
+    sw_span_set_error(true);
+    sw_kv_t kv[3] = {{"event", "error"}, {"error.kind", kind}, {"message", esc}};
+    sw_span_log(kv, 3);
+}
+
+/* Redis commands that only read (sorted, for bsearch), and those that write. A command in
+   neither table gets no cache.op tag. */
+static const char *const read_cmds[] = {
+    "bitcount", "exists",        "get",    "getbit",    "getrange", "hexists",     "hget",
+    "hgetall",  "hkeys",         "hlen",   "hmget",     "hscan",    "hstrlen",     "hvals",
+    "keys",     "lindex",        "llen",   "lrange",    "mget",     "pttl",        "scan",
+    "scard",    "sdiff",         "sinter", "sismember", "smembers", "srandmember", "sscan",
+    "strlen",   "sunion",        "ttl",    "type",      "zcard",    "zcount",      "zlexcount",
+    "zrange",   "zrangebyscore", "zrank",  "zrevrange", "zrevrank", "zscan",       "zscore",
+};
+static const char *const write_cmds[] = {
+    "append", "decr",        "decrby",  "del",     "expire",  "expireat", "getdel",
+    "getset", "hdel",        "hincrby", "hmset",   "hset",    "hsetnx",   "incr",
+    "incrby", "incrbyfloat", "linsert", "lpop",    "lpush",   "lrem",     "lset",
+    "ltrim",  "mset",        "msetnx",  "persist", "pexpire", "psetex",   "rename",
+    "rpop",   "rpush",       "sadd",    "set",     "setex",   "setnx",    "setrange",
+    "spop",   "srem",        "unlink",  "zadd",    "zincrby", "zrem",
+};
+
+static int cmd_compare(const void *key, const void *elem)
+{
+    return strcmp(key, *(const char *const *)elem);
+}
+
+static bool cmd_in(const char *lower, const char *const *table, size_t n)
+{
+    return bsearch(lower, table, n, sizeof *table, cmd_compare) != NULL;
+}
+
+/* The lower-case form of cmd in buf (size >= 2), cut. */
+static void cmd_lower(char *buf, size_t size, const char *cmd, size_t len)
+{
+    size_t n = len < size - 1 ? len : size - 1;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)cmd[i];
+        buf[i] = (char)(ch >= 'A' && ch <= 'Z' ? ch + 32 : ch);
+    }
+    buf[n] = '\0';
+}
+
+void sw__cache_operation(char *buf, size_t size, const char *prefix, const char *cmd,
+                         size_t cmd_len)
+{
+    size_t p = strlen(prefix);
+    if (p + 2 > size)
+        p = size - 2;
+    memcpy(buf, prefix, p);
+    cmd_lower(buf + p, size - p, cmd, cmd_len);
+}
+
+void sw__cache_span_tags(const char *cmd, size_t cmd_len, const char *key, size_t key_len)
+{
+    char lower[32];
+    cmd_lower(lower, sizeof lower, cmd, cmd_len);
+    sw_span_set_layer(SW_LAYER_CACHE);
+    sw_span_set_component(SW__COMPONENT_REDIS);
+    sw_span_tag("cache.type", "Redis");
+    sw_span_tag("cache.cmd", lower);
+    if (cmd_in(lower, read_cmds, sizeof read_cmds / sizeof *read_cmds))
+        sw_span_tag("cache.op", "read");
+    else if (cmd_in(lower, write_cmds, sizeof write_cmds / sizeof *write_cmds))
+        sw_span_tag("cache.op", "write");
+    if (key != NULL && sw__db_settings.redis_trace_key)
+        tag_n("cache.key", key, utf8_cut(key, key_len, sw__db_settings.sql_body_max));
+}

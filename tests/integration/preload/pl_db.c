@@ -1,0 +1,262 @@
+/*
+ * pl_db - an ordinary libmicrohttpd service that calls PostgreSQL (libpq), MariaDB
+ * (libmariadb) and Redis (hiredis), for the database/cache preload tests. It knows nothing of
+ * skywalking; the tests preload libskywalking-preload.so into it.
+ *
+ *   pl_db pq|mysql|redis
+ *
+ * starts a libmicrohttpd daemon on a free loopback port and GETs /<mode> from it once with
+ * libcurl; the handler runs the mode's calls (below) against the servers named by the
+ * environment of tests/support/db/servers.sh (SW_TEST_PG_SOCKDIR, SW_TEST_PG_PORT,
+ * SW_TEST_MY_SOCKET, SW_TEST_MY_PORT, SW_TEST_REDIS_PORT, SW_TEST_REDIS_SOCKET) and answers 200
+ * when every call behaved as expected (the failing ones failed). Exit code 0 on 200. Every
+ * failure prints why on stderr.
+ */
+#include <curl/curl.h>
+#include <hiredis.h>
+#include <libpq-fe.h>
+#include <microhttpd.h>
+#include <mysql.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define WAIT_MS 20000
+
+static bool failed;
+
+static void fail(const char *what, const char *detail)
+{
+    fprintf(stderr, "pl_db: %s: %s\n", what, detail != NULL ? detail : "");
+    failed = true;
+}
+
+static const char *env(const char *name)
+{
+    const char *v = getenv(name);
+    if (v == NULL)
+        fail("missing environment", name);
+    return v != NULL ? v : "";
+}
+
+/* ---- PostgreSQL: 9 exit spans ---------------------------------------------------------- */
+
+static PGconn *pq_connect(const char *host)
+{
+    char info[512];
+    snprintf(info, sizeof info, "host=%s port=%s dbname=swtest user=postgres connect_timeout=20",
+             host, env("SW_TEST_PG_PORT"));
+    PGconn *c = PQconnectdb(info);
+    if (PQstatus(c) != CONNECTION_OK)
+        fail("PQconnectdb", PQerrorMessage(c));
+    return c;
+}
+
+static void pq_expect(PGresult *r, ExecStatusType want, const char *what)
+{
+    if (PQresultStatus(r) != want)
+        fail(what, PQresultErrorMessage(r));
+    PQclear(r);
+}
+
+static void run_pq(void)
+{
+    PGconn *c = pq_connect(env("SW_TEST_PG_SOCKDIR"));
+    pq_expect(PQexec(c, "SELECT 1"), PGRES_TUPLES_OK, "SELECT 1");
+    pq_expect(PQexec(c, "CREATE TEMP TABLE t (id int, name text)"), PGRES_COMMAND_OK, "CREATE");
+    const char *values[2] = {"7", "seven"};
+    pq_expect(PQexecParams(c, "INSERT INTO t VALUES ($1, $2)", 2, NULL, values, NULL, NULL, 0),
+              PGRES_COMMAND_OK, "INSERT");
+    pq_expect(PQprepare(c, "sel", "SELECT name FROM t WHERE id = $1", 1, NULL), PGRES_COMMAND_OK,
+              "PQprepare");
+    pq_expect(PQexecPrepared(c, "sel", 1, values, NULL, NULL, 0), PGRES_TUPLES_OK,
+              "PQexecPrepared");
+    pq_expect(PQexec(c, "SELECT * FROM no_such_table"), PGRES_FATAL_ERROR, "the failing SELECT");
+    if (PQsendQuery(c, "SELECT 2; SELECT 3") != 1)
+        fail("PQsendQuery", PQerrorMessage(c));
+    int results = 0;
+    for (PGresult *r; (r = PQgetResult(c)) != NULL; results++)
+        PQclear(r);
+    if (results != 2)
+        fail("PQgetResult", "expected 2 results");
+    char longsql[200];
+    snprintf(longsql, sizeof longsql, "SELECT '%0100d'", 0);
+    pq_expect(PQexec(c, longsql), PGRES_TUPLES_OK, "the long SELECT");
+    PQfinish(c);
+    PGconn *tcp = pq_connect("127.0.0.1");
+    pq_expect(PQexec(tcp, "SELECT 1"), PGRES_TUPLES_OK, "SELECT 1 over TCP");
+    PQfinish(tcp);
+}
+
+/* ---- MariaDB: 7 exit spans ------------------------------------------------------------- */
+
+static MYSQL *my_connect(bool tcp)
+{
+    MYSQL *m = mysql_init(NULL);
+    unsigned timeout = 20;
+    mysql_options(m, MYSQL_OPT_CONNECT_TIMEOUT, &timeout);
+    if (mysql_real_connect(m, tcp ? "127.0.0.1" : "localhost", "root", NULL, "swtest",
+                           tcp ? (unsigned)atoi(env("SW_TEST_MY_PORT")) : 0,
+                           tcp ? NULL : env("SW_TEST_MY_SOCKET"), 0) == NULL)
+        fail("mysql_real_connect", mysql_error(m));
+    return m;
+}
+
+static void my_drain(MYSQL *m)
+{
+    MYSQL_RES *r = mysql_store_result(m);
+    if (r != NULL)
+        mysql_free_result(r);
+}
+
+static void run_mysql(void)
+{
+    MYSQL *m = my_connect(false);
+    if (mysql_query(m, "SELECT 1") != 0)
+        fail("SELECT 1", mysql_error(m));
+    my_drain(m);
+    const char *create = "CREATE TEMPORARY TABLE t (id INT, name VARCHAR(20))";
+    if (mysql_real_query(m, create, strlen(create)) != 0)
+        fail("CREATE", mysql_error(m));
+    MYSQL_STMT *st = mysql_stmt_init(m);
+    const char *insert = "INSERT INTO t VALUES (?, ?)";
+    if (mysql_stmt_prepare(st, insert, strlen(insert)) != 0)
+        fail("mysql_stmt_prepare", mysql_stmt_error(st));
+    int id = 7;
+    unsigned long name_len = 5;
+    MYSQL_BIND b[2];
+    memset(b, 0, sizeof b);
+    b[0].buffer_type = MYSQL_TYPE_LONG;
+    b[0].buffer = &id;
+    b[1].buffer_type = MYSQL_TYPE_STRING;
+    b[1].buffer = (char *)"seven";
+    b[1].buffer_length = name_len;
+    b[1].length = &name_len;
+    if (mysql_stmt_bind_param(st, b) != 0 || mysql_stmt_execute(st) != 0)
+        fail("mysql_stmt_execute", mysql_stmt_error(st));
+    mysql_stmt_close(st);
+    if (mysql_query(m, "SELECT * FROM no_such_table") == 0)
+        fail("the failing SELECT", "succeeded");
+    const char *two = "SELECT 2";
+    if (mysql_send_query(m, two, strlen(two)) != 0 || mysql_read_query_result(m) != 0)
+        fail("mysql_send_query", mysql_error(m));
+    my_drain(m);
+    mysql_close(m);
+    MYSQL *tcp = my_connect(true);
+    if (mysql_query(tcp, "SELECT 1") != 0)
+        fail("SELECT 1 over TCP", mysql_error(tcp));
+    my_drain(tcp);
+    mysql_close(tcp);
+}
+
+/* ---- Redis: 7 exit spans --------------------------------------------------------------- */
+
+static void redis_expect(redisReply *r, int type, const char *what)
+{
+    if (r == NULL || r->type != type)
+        fail(what, r != NULL && r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+    if (r != NULL)
+        freeReplyObject(r);
+}
+
+static void run_redis(void)
+{
+    struct timeval tv = {20, 0};
+    redisContext *c = redisConnectWithTimeout("127.0.0.1", atoi(env("SW_TEST_REDIS_PORT")), tv);
+    if (c == NULL || c->err) {
+        fail("redisConnect", c != NULL ? c->errstr : "no memory");
+        return;
+    }
+    redis_expect(redisCommand(c, "SET k %s", "v"), REDIS_REPLY_STATUS, "SET");
+    redis_expect(redisCommand(c, "GET k"), REDIS_REPLY_STRING, "GET");
+    const char *argv[] = {"HSET", "h", "f", "1"};
+    redis_expect(redisCommandArgv(c, 4, argv, NULL), REDIS_REPLY_INTEGER, "HSET");
+    redis_expect(redisCommand(c, "INCR k"), REDIS_REPLY_ERROR, "INCR of a string");
+    redisAppendCommand(c, "GET k");
+    redisAppendCommand(c, "DEL k");
+    void *r;
+    if (redisGetReply(c, &r) != REDIS_OK)
+        fail("redisGetReply", c->errstr);
+    else
+        redis_expect(r, REDIS_REPLY_STRING, "pipelined GET");
+    if (redisGetReply(c, &r) != REDIS_OK)
+        fail("redisGetReply", c->errstr);
+    else
+        redis_expect(r, REDIS_REPLY_INTEGER, "pipelined DEL");
+    redisFree(c);
+    redisContext *u = redisConnectUnixWithTimeout(env("SW_TEST_REDIS_SOCKET"), tv);
+    if (u == NULL || u->err) {
+        fail("redisConnectUnix", u != NULL ? u->errstr : "no memory");
+        return;
+    }
+    redis_expect(redisCommand(u, "PING"), REDIS_REPLY_STATUS, "PING");
+    redisFree(u);
+}
+
+/* ---- the service ----------------------------------------------------------------------- */
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
+                              const char *method, const char *version, const char *upload,
+                              size_t *upload_size, void **state)
+{
+    (void)cls, (void)method, (void)version, (void)upload, (void)upload_size;
+    static int first;
+    if (*state == NULL) {
+        *state = &first;
+        return MHD_YES;
+    }
+    if (strcmp(url, "/pq") == 0)
+        run_pq();
+    else if (strcmp(url, "/mysql") == 0)
+        run_mysql();
+    else if (strcmp(url, "/redis") == 0)
+        run_redis();
+    else
+        fail("unknown path", url);
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(2, (void *)"ok", MHD_RESPMEM_PERSISTENT);
+    enum MHD_Result rc = MHD_queue_response(c, failed ? 500 : 200, r);
+    MHD_destroy_response(r);
+    return rc;
+}
+
+static size_t body_discard(char *data, size_t size, size_t n, void *user)
+{
+    (void)data, (void)user;
+    return size * n;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: pl_db pq|mysql|redis\n");
+        return 2;
+    }
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    struct MHD_Daemon *d = MHD_start_daemon(
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG, 0,
+        NULL, NULL, handle, NULL, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30, MHD_OPTION_END);
+    if (d == NULL) {
+        fprintf(stderr, "pl_db: MHD_start_daemon failed\n");
+        return 1;
+    }
+    char url[256];
+    snprintf(url, sizeof url, "http://127.0.0.1:%u/%s",
+             MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT)->port, argv[1]);
+    CURL *h = curl_easy_init();
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(3 * WAIT_MS));
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, body_discard);
+    long status = 0;
+    CURLcode rc = curl_easy_perform(h);
+    if (rc == CURLE_OK)
+        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+    else
+        fprintf(stderr, "pl_db: GET %s: %s\n", url, curl_easy_strerror(rc));
+    curl_easy_cleanup(h);
+    MHD_stop_daemon(d);
+    curl_global_cleanup();
+    return status == 200 ? 0 : 1;
+}

@@ -25,8 +25,8 @@ Test(clock, calibration_rule)
     cr_expect_eq(sw__clock_calibrate(100000000, 5000000, 0), 0, "50 MHz is not a TSC");
     cr_expect_eq(sw__clock_calibrate(100000000, 300000000, 0) != 0, 1);
     cr_expect_eq(sw__clock_calibrate(-100000000, 300000000, 0), 0, "the wall clock went back");
-    cr_expect_neq(sw__clock_calibrate(100000000, 300300000, m), 0, "0.1% off is a slew");
-    cr_expect_eq(sw__clock_calibrate(100000000, 290000000, m), 0, "3% off is a step");
+    cr_expect_neq(sw__clock_calibrate(100000000, 300300000, m), 0, "0.1 percent off is a slew");
+    cr_expect_eq(sw__clock_calibrate(100000000, 290000000, m), 0, "3 percent off is a step");
     cr_expect_eq(sw__clock_calibrate(100000000, 0, 0), 0);
 }
 

@@ -55,7 +55,7 @@ static bool kernel_uses_tsc(void)
 static bool cpu_has_invariant_tsc(void)
 {
     unsigned a = 0, b = 0, c = 0, d = 0;
-    if (__get_cpuid_max(0x80000000u, NULL) < 0x80000007u ||
+    if ((unsigned)__get_cpuid_max(0x80000000u, NULL) < 0x80000007u ||
         !__get_cpuid(0x80000007u, &a, &b, &c, &d))
         return false;
     return (d >> 8) & 1u;

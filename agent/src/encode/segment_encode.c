@@ -67,7 +67,7 @@ typedef struct chains {
 static int chains_build(sw__encoder_t *enc, const sw__segment_t *seg, chains_t *ch)
 {
     size_t n = seg->span_count, na = seg->attr_count;
-    size_t need = (2 * n + na) * sizeof(uint32_t);
+    size_t need = (2 * n + na + 1) * sizeof(uint32_t); /* never 0: scratch is never NULL */
     if (enc->scratch_cap < need) {
         void *grown = realloc(enc->scratch, need);
         if (grown == NULL)

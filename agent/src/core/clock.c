@@ -95,6 +95,9 @@ sw__clock_mode_t sw__clock_mode(void)
 /* Stores a new anchor (and rate) when one is due. Called with a fresh (tsc, rt) pair. */
 static void reanchor(uint64_t tsc, int64_t rt)
 {
+    /* acquire: the fields read below are those of the anchor that ended with s (or the CAS on s
+       fails because another re-anchor came in between). */
+    uint32_t s = atomic_load_explicit(&sw__clock.seq, memory_order_acquire);
     uint64_t base_tsc = atomic_load_explicit(&sw__clock.base_tsc, memory_order_relaxed);
     int64_t base_ns = atomic_load_explicit(&sw__clock.base_ns, memory_order_relaxed);
     uint64_t mult = atomic_load_explicit(&sw__clock.mult, memory_order_relaxed);
@@ -104,13 +107,10 @@ static void reanchor(uint64_t tsc, int64_t rt)
         if (next == 0 && mult == 0)
             return; /* not calibrated yet and too early: keep measuring from the old anchor */
     }
-    uint32_t s = atomic_load_explicit(&sw__clock.seq, memory_order_relaxed);
     /* acquire on success: the stores below stay after the seq becomes odd. */
     if ((s & 1) != 0 || !atomic_compare_exchange_strong_explicit(
                             &sw__clock.seq, &s, s + 1, memory_order_acquire, memory_order_relaxed))
         return; /* another thread re-anchors */
-    /* release fence: readers that see any field below also see the odd seq (they re-check). */
-    atomic_thread_fence(memory_order_release);
     if (next != 0)
         mult = next;
     uint64_t limit = 0;
@@ -118,10 +118,12 @@ static void reanchor(uint64_t tsc, int64_t rt)
         unsigned __int128 ticks = ((unsigned __int128)REANCHOR_NS << 32) / mult;
         limit = ticks > UINT32_MAX ? UINT32_MAX : (uint64_t)ticks;
     }
-    atomic_store_explicit(&sw__clock.base_tsc, tsc, memory_order_relaxed);
-    atomic_store_explicit(&sw__clock.base_ns, rt, memory_order_relaxed);
-    atomic_store_explicit(&sw__clock.mult, mult, memory_order_relaxed);
-    atomic_store_explicit(&sw__clock.limit, limit, memory_order_relaxed);
+    /* release: a reader whose acquire load sees one of these values also sees the odd seq
+       stored before them, and retries (clock.h). */
+    atomic_store_explicit(&sw__clock.base_tsc, tsc, memory_order_release);
+    atomic_store_explicit(&sw__clock.base_ns, rt, memory_order_release);
+    atomic_store_explicit(&sw__clock.mult, mult, memory_order_release);
+    atomic_store_explicit(&sw__clock.limit, limit, memory_order_release);
     /* release: partner of the readers' acquire load of seq (clock.h). */
     atomic_store_explicit(&sw__clock.seq, s + 2, memory_order_release);
 }

@@ -351,11 +351,12 @@ static double produce_2p_ns(int rounds)
 
 /*
  * Drop rate (percent of offered items) when one producer offers `rate` items/s to one consumer
- * for `seconds`, paced smoothly on the monotonic clock: it stores what is due in steps of at most
- * 16 items and spins on the clock in between. A producer that was descheduled does not store the
- * missed items in one burst (an application thread that lost the CPU does not either): the
- * schedule restarts from now, and *offered_rate returns the rate actually offered. Same carrier
- * shape as the throughput scenarios.
+ * for `seconds`, paced on the monotonic clock: it stores what is due, then sleeps 50 us (so that
+ * on two vCPUs it leaves the CPU to the consumer instead of spinning). A producer that was
+ * descheduled for longer than it takes to offer 3/4 of the carrier's capacity does not store the
+ * missed items in one burst (an application thread that lost the CPU does not either): the schedule
+ * restarts from now, and *offered_rate returns the rate actually offered. Same carrier shape as the
+ * throughput scenarios.
  */
 static double drop_pct_at(double rate, double seconds, double *offered_rate)
 {
@@ -371,12 +372,17 @@ static double drop_pct_at(double rate, double seconds, double *offered_rate)
     uint64_t offered = 0, base = 0;
     for (double t = t0; t - start < seconds; t = now_s()) {
         uint64_t due = base + (uint64_t)((t - t0) * rate);
-        if (due > offered + 256) { /* descheduled: restart the schedule, no burst */
+        if (due > offered + CAPACITY * 3 / 4) { /* descheduled: restart the schedule, no burst */
             t0 = t;
             base = offered;
             continue;
         }
-        for (int k = 0; k < 16 && offered < due; k++, offered++) {
+        if (offered >= due) { /* ahead: leave the CPU to the consumer */
+            struct timespec nap = {0, 50 * 1000};
+            nanosleep(&nap, NULL);
+            continue;
+        }
+        for (; offered < due; offered++) {
             dc_produce(s.carrier, (void *)(uintptr_t)(offered + 1));
         }
     }

@@ -12,6 +12,18 @@ if(TARGET skywalking)
                                             ${CMAKE_CURRENT_SOURCE_DIR}/unit)
   endforeach()
 
+  # The direct SegmentObject writer against protobuf-c's packing (tests/support/segment_pbc.c).
+  sw_add_unit_test(test_segment_encode
+                   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_segment_encode.c
+                           ${CMAKE_CURRENT_SOURCE_DIR}/support/segment_pbc.c
+                   LIBS skywalking)
+  target_include_directories(test_segment_encode PRIVATE ${PROJECT_SOURCE_DIR}/agent/src)
+
+  # The span clock (TSC calibrated against CLOCK_REALTIME, and its fallback).
+  sw_add_unit_test(test_clock SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_clock.c
+                   LIBS skywalking)
+  target_include_directories(test_clock PRIVATE ${PROJECT_SOURCE_DIR}/agent/src)
+
   foreach(f sw8 correlation config producer_config cyg_patterns grpc_commands sw8x)
     sw_add_fuzzer(fuzz_${f} SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz_${f}.c
                   LIBS skywalking CORPUS ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus/fuzz_${f})

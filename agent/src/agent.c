@@ -8,6 +8,7 @@
 #include "agent_internal.h"
 #include "config/config.h"
 #include "config/list.h"
+#include "core/clock.h"
 #include "core/context.h"
 #include "log/log.h"
 #include "report/pipeline.h"
@@ -68,6 +69,9 @@ static uint64_t carrier_slots(const sw_config_t *cfg)
 static int init_locked(const sw_config_t *cfg, char *errbuf, size_t errlen)
 {
     sw__agent_t *a = &sw__agent;
+    /* The span clock probes the CPU (a sysfs read) here rather than in a first span, and starts
+       its calibration (core/clock.h). */
+    (void)sw__now_ns();
     if (cfg != NULL) {
         a->config = *cfg;
         if (sw__config_secure())

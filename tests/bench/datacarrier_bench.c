@@ -14,8 +14,17 @@
  * on an uncontended carrier with room (one producer, no consumer running), averaged over many
  * rounds.
  *
+ * produce_2p_ns is the thread CPU per dc_produce with two producers storing at once (each into
+ * its own ring, as the agent's producer-thread partitioning does), no consumer running.
+ * drop_pct_half_load: one producer offers half the measured 1P1C carrier throughput (the better
+ * of IF_POSSIBLE and BLOCKING, medians), paced
+ * on the clock, for S seconds; the percent of offered items dropped (target 0: an agent's load
+ * is far below the carrier's capacity, and at such a load nothing may be lost).
+ *
  * Last line: name=value pairs (ratio_* = IF_POSSIBLE / mutex, blocking_ratio_* = BLOCKING /
- * mutex, raw items/s, drops, produce_ns, cpus_used).
+ * mutex, for information: with three spinning threads on two vCPUs they measure the scheduler
+ * more than the queue; raw items/s, drops, produce_ns, produce_2p_ns, drop_pct_half_load,
+ * cpus_used).
  *
  * Reading the figures: cpus_used is the average CPU time this process got per wall second.
  * Producers in IF_POSSIBLE never block, so when the machine is busy with other work (cpus_used
@@ -288,6 +297,111 @@ static double produce_cost_ns(int rounds)
     return total * 1e9 / ((double)rounds * N);
 }
 
+typedef struct produce2 {
+    dc_carrier_t *carrier;
+    pthread_barrier_t *start;
+    double cpu_ns; /* this thread's CPU time for its N calls */
+} produce2_t;
+
+enum { PRODUCE2_N = 1 << 15 };
+
+static void *produce2_main(void *arg)
+{
+    produce2_t *p = arg;
+    pthread_barrier_wait(p->start);
+    double t0 = clock_s(CLOCK_THREAD_CPUTIME_ID);
+    for (uintptr_t i = 1; i <= PRODUCE2_N; i++) {
+        dc_produce(p->carrier, (void *)i);
+    }
+    p->cpu_ns = (clock_s(CLOCK_THREAD_CPUTIME_ID) - t0) * 1e9;
+    return NULL;
+}
+
+/*
+ * ns (thread CPU) per dc_produce with 2 producers storing at once into a carrier with room for
+ * all their items (the agent's producer-thread partitioning over 2 rings), no consumer: the
+ * median over rounds of the two threads' mean.
+ */
+static double produce_2p_ns(int rounds)
+{
+    double v[256];
+    if (rounds > 256)
+        rounds = 256;
+    for (int r = 0; r < rounds; r++) {
+        char err[256];
+        dc_carrier_t *c = dc_carrier_create("cost2", 2, 2 * PRODUCE2_N, DC_STRATEGY_IF_POSSIBLE,
+                                            dc_partitioner_thread(2), err, sizeof err);
+        pthread_barrier_t start;
+        pthread_barrier_init(&start, NULL, 2);
+        produce2_t p[2] = {{c, &start, 0}, {c, &start, 0}};
+        pthread_t t[2];
+        for (int i = 0; i < 2; i++) {
+            pthread_create(&t[i], NULL, produce2_main, &p[i]);
+        }
+        for (int i = 0; i < 2; i++) {
+            pthread_join(t[i], NULL);
+        }
+        pthread_barrier_destroy(&start);
+        dc_carrier_destroy(c);
+        v[r] = (p[0].cpu_ns + p[1].cpu_ns) / (2.0 * PRODUCE2_N);
+    }
+    qsort(v, (size_t)rounds, sizeof(double), double_cmp);
+    return v[rounds / 2];
+}
+
+/*
+ * Drop rate (percent of offered items) when one producer offers `rate` items/s to one consumer
+ * for `seconds`, paced on the monotonic clock: it stores what is due, then sleeps 50 us (so that
+ * on two vCPUs it leaves the CPU to the consumer instead of spinning). A producer that was
+ * descheduled for longer than it takes to offer 3/4 of the carrier's capacity does not store the
+ * missed items in one burst (an application thread that lost the CPU does not either): the schedule
+ * restarts from now, and *offered_rate returns the rate actually offered. Same carrier shape as the
+ * throughput scenarios.
+ */
+static double drop_pct_at(double rate, double seconds, double *offered_rate)
+{
+    scenario_t s = {.kind = KIND_IF_POSSIBLE};
+    char err[256];
+    s.carrier = dc_carrier_create("paced", CHANNELS, BUFFER, DC_STRATEGY_IF_POSSIBLE,
+                                  dc_partitioner_thread(CHANNELS), err, sizeof err);
+    if (s.carrier == NULL || dc_consume(s.carrier, consume_batch, NULL, &s, 1, 20) != 0) {
+        fprintf(stderr, "paced carrier: %s\n", err);
+        exit(1);
+    }
+    double t0 = now_s(), start = t0;
+    uint64_t offered = 0, base = 0;
+    for (double t = t0; t - start < seconds; t = now_s()) {
+        uint64_t due = base + (uint64_t)((t - t0) * rate);
+        if (due > offered + CAPACITY * 3 / 4) { /* descheduled: restart the schedule, no burst */
+            t0 = t;
+            base = offered;
+            continue;
+        }
+        if (offered >= due) { /* ahead: leave the CPU to the consumer */
+            struct timespec nap = {0, 50 * 1000};
+            nanosleep(&nap, NULL);
+            continue;
+        }
+        for (; offered < due; offered++) {
+            dc_produce(s.carrier, (void *)(uintptr_t)(offered + 1));
+        }
+    }
+    double elapsed = now_s() - start;
+    dc_carrier_shutdown(s.carrier);
+    dc_stats_t st;
+    dc_carrier_stats(s.carrier, &st);
+    dc_carrier_destroy(s.carrier);
+    uint64_t consumed = atomic_load(&s.consumed);
+    if (consumed + st.dropped != offered) {
+        fprintf(stderr,
+                "paced run: offered %" PRIu64 " != consumed %" PRIu64 " + dropped %" PRIu64 "\n",
+                offered, consumed, st.dropped);
+        exit(1);
+    }
+    *offered_rate = (double)offered / elapsed;
+    return offered ? 100.0 * (double)st.dropped / (double)offered : 0;
+}
+
 int main(int argc, char **argv)
 {
     double seconds = 1.0;
@@ -336,6 +450,18 @@ int main(int argc, char **argv)
     }
     double produce_ns = produce_cost_ns(rounds);
     printf("produce cost (1 producer, no contention): %.1f ns\n", produce_ns);
+    double produce2_ns = produce_2p_ns(runs * 7);
+    printf("produce cost (2 producers at once, thread CPU): %.1f ns\n", produce2_ns);
+    /* Capacity: the better of the two 1P1C carrier figures (BLOCKING never drops, so its
+       throughput is what the consumer drains when it is never starved). */
+    double capacity = res[0][0].items_per_s > res[0][1].items_per_s ? res[0][0].items_per_s
+                                                                    : res[0][1].items_per_s;
+    double half_rate = capacity / 2;
+    double offered_rate = 0;
+    double drop_half = drop_pct_at(half_rate, seconds, &offered_rate);
+    printf("drops at half the 1P1C capacity (%.0f items/s planned, %.0f offered, paced): "
+           "%.4f%%\n",
+           half_rate, offered_rate, drop_half);
 
     printf("ratio_1p1c=%.2f ratio_2p1c=%.2f ratio_4p2c=%.2f blocking_ratio_1p1c=%.2f "
            "blocking_ratio_2p1c=%.2f blocking_ratio_4p2c=%.2f produce_ns=%.1f",
@@ -345,6 +471,8 @@ int main(int argc, char **argv)
            res[0][1].items_per_s / res[0][2].items_per_s,
            res[1][1].items_per_s / res[1][2].items_per_s,
            res[2][1].items_per_s / res[2][2].items_per_s, produce_ns);
+    printf(" produce_2p_ns=%.1f drop_pct_half_load=%.4f half_load_offered=%.0f", produce2_ns,
+           drop_half, offered_rate);
     double cpus = 0;
     for (int sh = 0; sh < 3; sh++) {
         for (int k = 0; k < 3; k++) {

@@ -3,17 +3,22 @@
  *
  *   1. Requests per second of the libmicrohttpd test server (pl_server, GET /leaf) under a
  *      loopback load from wrk, without and with libskywalking-preload.so (100% sampling, file
- *      reporter), in the same run: each round starts a fresh server, warms it up for a second
- *      (agent start, first segment blocks, TCP), then measures; rounds alternate the order
- *      (off, on), (on, off), ... so a drift in the machine's load hits both sides alike. The
- *      figures are medians over the rounds (7, 5 s each; --smoke: 1 round of 1 s);
+ *      reporter), in the same run: both servers start once and are warmed up for a second
+ *      (agent start, first segment blocks, TCP); then the rounds load them in turn, alternating
+ *      the order (off, on), (on, off), ... so a drift in the machine's load hits both sides
+ *      alike. The figures are medians over the rounds (15, 3 s each; --smoke: 1 round of 1 s);
  *      overhead_pct is the median of the rounds' 100 * (off - on) / off. wrk, the server and the
  * agent's consumer thread share the machine's cores: the overhead includes the consumer's CPU time.
  *   2. The cost of one -finstrument-functions call (enter + exit) that the filters reject,
  *      against a call that is traced (a span opened and removed by the minimum duration).
  *
  * Usage: preload_bench [--smoke]. Last line: rps_off= rps_on= overhead_pct= cpu_us_per_req_off=
- * cpu_us_per_req_on= cpu_overhead_pct= cyg_filtered_ns= cyg_traced_ns= ratio_traced_to_filtered=
+ * cpu_us_per_req_on= cpu_us_per_req_delta= cpu_overhead_pct= cyg_filtered_ns= cyg_traced_ns=
+ * ratio_traced_to_filtered=
+ *
+ * cpu_us_per_req_delta is the median over the rounds of each back-to-back pair's traced minus
+ * untraced server CPU per request (target <= 0.5 us); cpu_overhead_pct is it relative to the
+ * untraced median.
  *
  * cpu_us_per_req_* is the server's own CPU time (all its threads, the agent's consumer included)
  * per request served, from /proc/<pid>/stat: unlike requests/s it barely depends on how much of
@@ -137,22 +142,15 @@ typedef struct round_result {
     double cpu_us_per_req; /* server CPU time per request: insensitive to the machine's load */
 } round_result_t;
 
-static round_result_t http_round(bool traced, const char *dir, int seconds)
+/* One measured load against a running server: requests/s and its CPU per request. */
+static round_result_t http_measure(const server_t *s, int seconds)
 {
     round_result_t res = {-1, -1};
-    server_t s = server_start(traced, dir);
-    if (s.pid == 0)
-        return res;
-    if (load_run(s.port, 1) < 0) { /* warm-up, not counted */
-        server_stop(&s);
-        return res;
-    }
-    double cpu0 = process_cpu_s(s.pid);
-    res.rps = load_run(s.port, seconds);
-    double cpu1 = process_cpu_s(s.pid);
+    double cpu0 = process_cpu_s(s->pid);
+    res.rps = load_run(s->port, seconds);
+    double cpu1 = process_cpu_s(s->pid);
     if (cpu0 >= 0 && cpu1 >= 0 && res.rps > 0)
         res.cpu_us_per_req = (cpu1 - cpu0) * 1e6 / (res.rps * seconds);
-    server_stop(&s);
     return res;
 }
 
@@ -199,23 +197,30 @@ static double cyg_cost(void (*fn)(void), long n)
 int main(int argc, char **argv)
 {
     bool smoke = argc > 1 && strcmp(argv[1], "--smoke") == 0;
-    enum { MAX_ROUNDS = 7 };
-    int seconds = smoke ? 1 : 5, rounds = smoke ? 1 : MAX_ROUNDS;
+    enum { MAX_ROUNDS = 15 };
+    int seconds = smoke ? 1 : 3, rounds = smoke ? 1 : MAX_ROUNDS;
     char dir[] = "/tmp/sw-preload-bench-XXXXXX";
     if (mkdtemp(dir) == NULL) {
         perror("mkdtemp");
         return 1;
     }
     double offs[MAX_ROUNDS], ons[MAX_ROUNDS], pcts[MAX_ROUNDS], cpu_offs[MAX_ROUNDS],
-        cpu_ons[MAX_ROUNDS];
+        cpu_ons[MAX_ROUNDS], cpu_deltas[MAX_ROUNDS];
+    /* Both servers run for the whole measurement, so the rounds can alternate closely. */
+    server_t plain = server_start(false, dir), preloaded = server_start(true, dir);
+    if (plain.pid == 0 || preloaded.pid == 0 || load_run(plain.port, 1) < 0 ||
+        load_run(preloaded.port, 1) < 0) { /* warm-up: agent start, segment blocks, TCP */
+        fprintf(stderr, "preload_bench: a server did not start or serve (is wrk installed?)\n");
+        return 1;
+    }
     for (int r = 0; r < rounds; r++) {
         round_result_t ra, rb;
         if (r % 2 == 0) {
-            ra = http_round(false, dir, seconds);
-            rb = http_round(true, dir, seconds);
+            ra = http_measure(&plain, seconds);
+            rb = http_measure(&preloaded, seconds);
         } else {
-            rb = http_round(true, dir, seconds);
-            ra = http_round(false, dir, seconds);
+            rb = http_measure(&preloaded, seconds);
+            ra = http_measure(&plain, seconds);
         }
         double a = ra.rps, b = rb.rps;
         if (a <= 0 || b <= 0) {
@@ -225,17 +230,24 @@ int main(int argc, char **argv)
         pcts[r] = 100.0 * (a - b) / a;
         cpu_offs[r] = ra.cpu_us_per_req;
         cpu_ons[r] = rb.cpu_us_per_req;
+        cpu_deltas[r] = cpu_ons[r] - cpu_offs[r];
         printf("round %d: rps_off=%.0f rps_on=%.0f overhead_pct=%.2f server_cpu_us_per_req "
-               "off=%.2f on=%.2f\n",
-               r, a, b, pcts[r], cpu_offs[r], cpu_ons[r]);
+               "off=%.2f on=%.2f delta=%.2f\n",
+               r, a, b, pcts[r], cpu_offs[r], cpu_ons[r], cpu_deltas[r]);
         fflush(stdout);
         offs[r] = a;
         ons[r] = b;
     }
+    server_stop(&plain);
+    server_stop(&preloaded);
     /* The overhead is the median of the rounds' own overheads: each compares two runs made
        back to back, which cancels most of a drift in the machine's load. */
     double off = median(offs, rounds), on = median(ons, rounds), pct = median(pcts, rounds);
     double cpu_off = median(cpu_offs, rounds), cpu_on = median(cpu_ons, rounds);
+    double cpu_delta = median(cpu_deltas, rounds);
+    printf("server CPU per request: off %.2f us, on %.2f us, traced minus untraced %.2f us "
+           "(median of %d back-to-back pairs, %.2f..%.2f)\n",
+           cpu_off, cpu_on, cpu_delta, rounds, cpu_deltas[0], cpu_deltas[rounds - 1]);
     char segfile[512];
     snprintf(segfile, sizeof segfile, "%s/seg.bin", dir);
     struct stat st;
@@ -264,9 +276,9 @@ int main(int argc, char **argv)
     }
     rmdir(dir);
     printf("rps_off=%.0f rps_on=%.0f overhead_pct=%.2f cpu_us_per_req_off=%.2f "
-           "cpu_us_per_req_on=%.2f cpu_overhead_pct=%.2f cyg_filtered_ns=%.2f cyg_traced_ns=%.1f "
-           "ratio_traced_to_filtered=%.1f\n",
-           off, on, pct, cpu_off, cpu_on, 100.0 * (cpu_on - cpu_off) / cpu_off, filtered, traced,
+           "cpu_us_per_req_on=%.2f cpu_us_per_req_delta=%.2f cpu_overhead_pct=%.2f "
+           "cyg_filtered_ns=%.2f cyg_traced_ns=%.1f ratio_traced_to_filtered=%.1f\n",
+           off, on, pct, cpu_off, cpu_on, cpu_delta, 100.0 * cpu_delta / cpu_off, filtered, traced,
            traced / filtered);
     return 0;
 }

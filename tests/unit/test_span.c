@@ -247,3 +247,33 @@ Test(span, restart_drops_what_a_thread_held_from_the_previous_run)
     cr_expect_eq(d.items[0]->n_spans, 1);
     agent_test_free(&d);
 }
+
+/* The decimal formatter of ids and tags against snprintf, at every digit-count boundary. */
+Test(ids, u64_to_dec_matches_snprintf)
+{
+    uint64_t v[] = {0,
+                    9,
+                    10,
+                    99,
+                    100,
+                    999,
+                    1000,
+                    9999,
+                    10000,
+                    12345,
+                    99999,
+                    100000,
+                    17000000001230001ull,
+                    UINT64_MAX,
+                    UINT64_MAX / 10};
+    for (size_t i = 0; i < sizeof v / sizeof *v; i++) {
+        for (int d = -1; d <= 1; d++) {
+            uint64_t x = v[i] + (uint64_t)(int64_t)d;
+            char ours[24], ref[24];
+            size_t n = sw__u64_to_dec(x, ours);
+            snprintf(ref, sizeof ref, "%llu", (unsigned long long)x);
+            cr_assert_str_eq(ours, ref);
+            cr_assert_eq(n, strlen(ref));
+        }
+    }
+}

@@ -1,5 +1,6 @@
 /*
- * encode.h - a finished segment as a SkyWalking v3 SegmentObject (protobuf-c) (internal).
+ * encode.h - a finished segment as SkyWalking v3 SegmentObject bytes (internal). Written
+ * directly (agent/src/encode/segment_encode.c), byte for byte what protobuf-c would pack.
  * Runs on a consumer thread; reuses its scratch memory, so it allocates only while growing.
  */
 #ifndef SW_REPORT_ENCODE_H
@@ -22,7 +23,7 @@ int sw__bytes_reserve(sw__bytes_t *b, size_t more);
 void sw__bytes_free(sw__bytes_t *b);
 
 typedef struct sw__encoder {
-    void *scratch; /* the message structs of one segment */
+    void *scratch; /* per-span attribute chains of one segment */
     size_t scratch_cap;
 } sw__encoder_t;
 

@@ -1,0 +1,117 @@
+/*
+ * pb_reverse.h - a protobuf writer that fills a buffer from its end towards its start
+ * (internal).
+ *
+ * Writing backwards means a nested message is complete before its length prefix is written, so
+ * one pass needs no sizing pass and no per-field allocation. Fields must therefore be written in
+ * DESCENDING field-number order, and repeated elements from the last to the first, so that the
+ * finished bytes read in the order protobuf-c's packer emits them (ascending field numbers,
+ * elements in order). Proto3 rules: a scalar equal to its default (0, false, "") is not written.
+ *
+ * Bounds: every put checks the room left; once it is short the writer stops writing and sets
+ * `overflow`, so the caller can retry with a larger buffer. Field numbers must be < 16 (one-byte
+ * keys), which holds for every SkyWalking v3 tracing message.
+ */
+#ifndef SW_ENCODE_PB_REVERSE_H
+#define SW_ENCODE_PB_REVERSE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+enum { SW__PB_VARINT = 0, SW__PB_LEN = 2 };
+
+typedef struct sw__pbr {
+    uint8_t *start; /* the lowest byte the writer may use */
+    uint8_t *p;     /* the first written byte; moves down */
+    bool overflow;
+} sw__pbr_t;
+
+static inline bool sw__pbr_room(sw__pbr_t *w, size_t n)
+{
+    if (__builtin_expect((size_t)(w->p - w->start) >= n && !w->overflow, 1))
+        return true;
+    w->overflow = true;
+    return false;
+}
+
+/* Bytes of the varint of v: 1 + floor(log2(v) / 7), 1 for 0. */
+static inline size_t sw__pb_varint_len(uint64_t v)
+{
+    return v == 0 ? 1 : (size_t)(63 - __builtin_clzll(v)) / 7 + 1;
+}
+
+static inline void sw__pbr_varint(sw__pbr_t *w, uint64_t v)
+{
+    size_t n = sw__pb_varint_len(v);
+    if (!sw__pbr_room(w, n))
+        return;
+    w->p -= n;
+    uint8_t *o = w->p;
+    for (size_t i = 0; i + 1 < n; i++, v >>= 7)
+        o[i] = (uint8_t)(v | 0x80);
+    o[n - 1] = (uint8_t)v;
+}
+
+static inline void sw__pbr_key(sw__pbr_t *w, unsigned field, unsigned wire_type)
+{
+    if (sw__pbr_room(w, 1))
+        *--w->p = (uint8_t)(field << 3 | wire_type);
+}
+
+/* int32 and enums: a negative value is sign-extended to 10 bytes, as protobuf-c does. */
+static inline void sw__pbr_int32(sw__pbr_t *w, unsigned field, int32_t v)
+{
+    if (v == 0)
+        return;
+    sw__pbr_varint(w, (uint64_t)(int64_t)v);
+    sw__pbr_key(w, field, SW__PB_VARINT);
+}
+
+static inline void sw__pbr_int64(sw__pbr_t *w, unsigned field, int64_t v)
+{
+    if (v == 0)
+        return;
+    sw__pbr_varint(w, (uint64_t)v);
+    sw__pbr_key(w, field, SW__PB_VARINT);
+}
+
+static inline void sw__pbr_bool(sw__pbr_t *w, unsigned field, bool v)
+{
+    if (!v)
+        return;
+    if (sw__pbr_room(w, 2)) {
+        *--w->p = 1;
+        *--w->p = (uint8_t)(field << 3 | SW__PB_VARINT);
+    }
+}
+
+/* A string field; NULL and "" are the default and not written. */
+static inline void sw__pbr_string(sw__pbr_t *w, unsigned field, const char *s)
+{
+    if (s == NULL || s[0] == '\0')
+        return;
+    size_t n = strlen(s);
+    if (!sw__pbr_room(w, n))
+        return;
+    w->p -= n;
+    memcpy(w->p, s, n);
+    sw__pbr_varint(w, n);
+    sw__pbr_key(w, field, SW__PB_LEN);
+}
+
+/* Where a nested message ends: take it before writing its fields, close it after. */
+static inline uint8_t *sw__pbr_mark(const sw__pbr_t *w)
+{
+    return w->p;
+}
+
+/* Prefixes the fields written since `mark` with their length and the key of `field`. */
+static inline void sw__pbr_close(sw__pbr_t *w, unsigned field, const uint8_t *mark)
+{
+    sw__pbr_varint(w, (uint64_t)(mark - w->p));
+    sw__pbr_key(w, field, SW__PB_LEN);
+}
+
+#endif /* SW_ENCODE_PB_REVERSE_H */

@@ -1,0 +1,204 @@
+/*
+ * segment_encode.c - a finished segment straight into SkyWalking v3 SegmentObject bytes.
+ *
+ * No protobuf-c message structs: the segment's spans, attributes and references are written by
+ * the backward writer (pb_reverse.h) into the free tail of the output buffer, then moved down to
+ * where the output ends. The bytes are identical to protobuf-c's packing of the same segment
+ * (tests/unit/test_segment_encode.c proves it against the generated code).
+ *
+ * Field numbers are those of proto/tracing.proto and common.proto (DESIGN.md, "SkyWalking v3
+ * wire facts"); every writer below writes them in descending order.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../report/encode.h"
+#include "pb_reverse.h"
+#include "skywalking.h"
+
+enum {
+    SEGMENT_TRACE_ID = 1,
+    SEGMENT_SEGMENT_ID = 2,
+    SEGMENT_SPANS = 3,
+    SEGMENT_SERVICE = 4,
+    SEGMENT_INSTANCE = 5,
+    SEGMENT_SIZE_LIMITED = 6,
+};
+enum {
+    SPAN_ID = 1,
+    SPAN_PARENT = 2,
+    SPAN_START = 3,
+    SPAN_END = 4,
+    SPAN_REFS = 5,
+    SPAN_OP = 6,
+    SPAN_PEER = 7,
+    SPAN_TYPE = 8,
+    SPAN_LAYER = 9,
+    SPAN_COMPONENT = 10,
+    SPAN_ERROR = 11,
+    SPAN_TAGS = 12,
+    SPAN_LOGS = 13,
+    SPAN_SKIP = 14,
+};
+enum {
+    REF_TYPE = 1,
+    REF_TRACE_ID = 2,
+    REF_SEGMENT_ID = 3,
+    REF_SPAN_ID = 4,
+    REF_SERVICE = 5,
+    REF_INSTANCE = 6,
+    REF_ENDPOINT = 7,
+    REF_ADDRESS = 8,
+};
+enum { KV_KEY = 1, KV_VALUE = 2, LOG_TIME = 1, LOG_DATA = 2 };
+
+#define NONE UINT32_MAX
+
+/*
+ * Per-span chains of attribute indexes, built in insertion order by prepending, so that each
+ * chain runs from the last attribute to the first: the order the backward writer needs.
+ */
+typedef struct chains {
+    uint32_t *tag_head; /* [span_count] */
+    uint32_t *log_head; /* [span_count] */
+    uint32_t *next;     /* [attr_count] */
+} chains_t;
+
+static int chains_build(sw__encoder_t *enc, const sw__segment_t *seg, chains_t *ch)
+{
+    size_t n = seg->span_count, na = seg->attr_count;
+    size_t need = (2 * n + na + 1) * sizeof(uint32_t); /* never 0: scratch is never NULL */
+    if (enc->scratch_cap < need) {
+        void *grown = realloc(enc->scratch, need);
+        if (grown == NULL)
+            return SW_ENOMEM;
+        enc->scratch = grown;
+        enc->scratch_cap = need;
+    }
+    ch->tag_head = enc->scratch;
+    ch->log_head = ch->tag_head + n;
+    ch->next = ch->log_head + n;
+    memset(ch->tag_head, 0xff, 2 * n * sizeof(uint32_t));
+    for (uint32_t i = 0; i < na; i++) {
+        const sw__attr_t *a = sw__segment_attr(seg, i);
+        if (a->span_id >= n || a->kind == SW__ATTR_LOG_KV)
+            continue;
+        uint32_t *head =
+            a->kind == SW__ATTR_TAG ? &ch->tag_head[a->span_id] : &ch->log_head[a->span_id];
+        ch->next[i] = *head;
+        *head = i;
+    }
+    return 0;
+}
+
+static void kv_write(sw__pbr_t *w, unsigned field, const sw__attr_t *a)
+{
+    uint8_t *mark = sw__pbr_mark(w);
+    sw__pbr_string(w, KV_VALUE, a->value);
+    sw__pbr_string(w, KV_KEY, a->key);
+    sw__pbr_close(w, field, mark);
+}
+
+/* The log at attribute index `at`: its fields are the LOG_KV records right after it. */
+static void log_write(sw__pbr_t *w, const sw__segment_t *seg, uint32_t at)
+{
+    const sw__attr_t *log = sw__segment_attr(seg, at);
+    uint32_t last = at + log->kv_count;
+    if (last >= seg->attr_count)
+        last = seg->attr_count - 1;
+    uint8_t *mark = sw__pbr_mark(w);
+    for (uint32_t k = last; k > at; k--) {
+        const sw__attr_t *kv = sw__segment_attr(seg, k);
+        if (kv->kind == SW__ATTR_LOG_KV)
+            kv_write(w, LOG_DATA, kv);
+    }
+    sw__pbr_int64(w, LOG_TIME, log->time_ms);
+    sw__pbr_close(w, SPAN_LOGS, mark);
+}
+
+static void ref_write(sw__pbr_t *w, const sw__ref_t *r)
+{
+    uint8_t *mark = sw__pbr_mark(w);
+    sw__pbr_string(w, REF_ADDRESS, r->address);
+    sw__pbr_string(w, REF_ENDPOINT, r->parent_endpoint);
+    sw__pbr_string(w, REF_INSTANCE, r->parent_instance);
+    sw__pbr_string(w, REF_SERVICE, r->parent_service);
+    sw__pbr_int32(w, REF_SPAN_ID, r->parent_span_id);
+    sw__pbr_string(w, REF_SEGMENT_ID, r->parent_segment_id);
+    sw__pbr_string(w, REF_TRACE_ID, r->trace_id);
+    sw__pbr_int32(w, REF_TYPE, r->type);
+    sw__pbr_close(w, SPAN_REFS, mark);
+}
+
+static void span_write(sw__pbr_t *w, const sw__segment_t *seg, const chains_t *ch, uint32_t id)
+{
+    const sw__span_t *sp = &seg->spans[id];
+    uint8_t *mark = sw__pbr_mark(w);
+    sw__pbr_bool(w, SPAN_SKIP, sp->reserved != 0); /* reserved carries skipAnalysis */
+    for (uint32_t i = ch->log_head[id]; i != NONE; i = ch->next[i])
+        log_write(w, seg, i);
+    for (uint32_t i = ch->tag_head[id]; i != NONE; i = ch->next[i])
+        kv_write(w, SPAN_TAGS, sw__segment_attr(seg, i));
+    sw__pbr_bool(w, SPAN_ERROR, sp->is_error != 0);
+    sw__pbr_int32(w, SPAN_COMPONENT, sp->component_id);
+    sw__pbr_int32(w, SPAN_LAYER, sp->layer);
+    sw__pbr_int32(w, SPAN_TYPE, sp->type);
+    sw__pbr_string(w, SPAN_PEER, sp->peer);
+    sw__pbr_string(w, SPAN_OP, sp->operation);
+    for (uint32_t r = seg->ref_count; r-- > 0;) {
+        if (seg->refs[r].span_id == id)
+            ref_write(w, &seg->refs[r]);
+    }
+    sw__pbr_int64(w, SPAN_END, sp->end_ms);
+    sw__pbr_int64(w, SPAN_START, sp->start_ms);
+    sw__pbr_int32(w, SPAN_PARENT, sp->parent_id);
+    sw__pbr_int32(w, SPAN_ID, (int32_t)id);
+    sw__pbr_close(w, SEGMENT_SPANS, mark);
+}
+
+static void segment_write(sw__pbr_t *w, const sw__segment_t *seg, const chains_t *ch,
+                          const char *service, const char *instance)
+{
+    sw__pbr_bool(w, SEGMENT_SIZE_LIMITED, seg->size_limited);
+    sw__pbr_string(w, SEGMENT_INSTANCE, instance);
+    sw__pbr_string(w, SEGMENT_SERVICE, service);
+    for (uint32_t i = seg->span_count; i-- > 0;)
+        span_write(w, seg, ch, i);
+    sw__pbr_string(w, SEGMENT_SEGMENT_ID, seg->segment_id);
+    sw__pbr_string(w, SEGMENT_TRACE_ID, seg->trace_id);
+}
+
+/*
+ * Room that is enough for every segment whose strings all live in its arena (each string adds
+ * at most a key and a 5-byte length; the fixed fields of a span, an attribute and a reference
+ * take at most 76, 17 and 55 bytes). A guess only: the writer checks, and a short guess costs
+ * a retry, not a wrong byte.
+ */
+static size_t room_guess(const sw__segment_t *seg, size_t fixed_strings)
+{
+    return 64 + fixed_strings + seg->arena_used + (size_t)seg->span_count * 96 +
+           (size_t)seg->attr_count * 40 + (size_t)seg->ref_count * 96;
+}
+
+int sw__encode_segment(sw__encoder_t *enc, const sw__segment_t *seg, const char *service,
+                       const char *instance, sw__bytes_t *out)
+{
+    chains_t ch;
+    if (chains_build(enc, seg, &ch) != 0)
+        return SW_ENOMEM;
+    size_t fixed = strlen(seg->trace_id) + strlen(seg->segment_id) +
+                   (service ? strlen(service) : 0) + (instance ? strlen(instance) : 0);
+    for (size_t room = room_guess(seg, fixed);; room *= 2) {
+        if (sw__bytes_reserve(out, room) != 0)
+            return SW_ENOMEM;
+        uint8_t *base = out->data + out->len;
+        sw__pbr_t w = {base, base + room, false};
+        segment_write(&w, seg, &ch, service, instance);
+        if (!w.overflow) {
+            size_t len = (size_t)(base + room - w.p);
+            memmove(base, w.p, len);
+            out->len += len;
+            return 0;
+        }
+    }
+}

@@ -45,9 +45,13 @@ extern char **environ;
 static char state_dir[512];
 static bool own_servers;
 
+static void servers_close(void);
+
+/* Fails the benchmark; servers it started itself are stopped first. */
 static void die(const char *what)
 {
     fprintf(stderr, "plugins_bench: %s\n", what);
+    servers_close();
     exit(1);
 }
 
@@ -187,6 +191,7 @@ static void servers_open(void)
 static void servers_close(void)
 {
     if (own_servers) {
+        own_servers = false; /* once, also when stopping fails and dies */
         servers_script("stop");
         rmdir(state_dir);
     }

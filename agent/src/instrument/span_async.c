@@ -11,6 +11,18 @@ int64_t sw__span_clock_ms(void)
     return sw__now_ms();
 }
 
+/* Thread tokens: a thread's context may sit at the address of an exited thread's, so the owner
+   of a detached span is recorded as a number no other thread ever gets. */
+static _Atomic uint64_t next_token = 1;
+static __thread uint64_t tls_token;
+
+static uint64_t thread_token(void)
+{
+    if (tls_token == 0) /* relaxed: uniqueness only needs the atomic increment */
+        tls_token = atomic_fetch_add_explicit(&next_token, 1, memory_order_relaxed);
+    return tls_token;
+}
+
 /* relaxed: compares with the run this thread joined, like span.c's hot path. */
 static bool run_current(uint32_t epoch)
 {
@@ -22,7 +34,7 @@ void sw__span_async_begin_exit(const char *operation, const char *peer, sw__span
 {
     sw__context_t *c = &sw__tls_context;
     sw__span_begin_exit_marked(operation, peer, mark);
-    a->owner = c;
+    a->owner = thread_token();
     if (c->noop_depth != 0 || c->segment == NULL) {
         a->segment = NULL;
         a->span_id = -1;
@@ -54,7 +66,8 @@ bool sw__span_async_resume(sw__span_async_t *a, sw__span_async_saved_t *s)
 {
     sw__context_t *c = &sw__tls_context;
     s->resumed = false;
-    if (a->segment == NULL || a->owner != c || !run_current(a->epoch) || c->epoch != a->epoch)
+    if (a->segment == NULL || a->owner != thread_token() || !run_current(a->epoch) ||
+        c->epoch != a->epoch)
         return false;
     s->segment = c->segment;
     s->active = c->active;
@@ -72,7 +85,7 @@ bool sw__span_async_end(sw__span_async_t *a, sw__span_async_saved_t *s)
 {
     sw__context_t *c = &sw__tls_context;
     if (!s->resumed) {
-        if (a->segment != NULL && a->owner != c)
+        if (a->segment != NULL && a->owner != thread_token())
             return false;
         /* Not recorded, or from an earlier run: its block may be gone with that run's
            context (sw__context_drop_stale), so it is not touched. */

@@ -35,8 +35,8 @@ struct sw__segment;
 typedef struct sw__span_async {
     struct sw__segment *segment; /* NULL: not recorded (unsampled, over the limit, agent off) */
     int32_t span_id;
-    uint32_t epoch;    /* the agent run it was begun in */
-    const void *owner; /* the owning thread's context */
+    uint32_t epoch; /* the agent run it was begun in */
+    uint64_t owner; /* the owning thread's token (unique per thread for the process's life) */
 } sw__span_async_t;
 
 /* What sw__span_async_resume replaced on the thread's context, put back by _end. */

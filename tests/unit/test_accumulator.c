@@ -217,3 +217,32 @@ Test(accumulator, partitions_added_to_the_topic_are_used)
     cr_assert_eq(seen_parts, (1 << 3) | (1 << 5) | (1 << want));
     give_back(&t);
 }
+
+/* Expires batches whose created_ms is below *(int64_t *)arg and counts the calls. */
+static int expire_calls;
+static bool older_than(void *arg, kp__batch_t *b)
+{
+    expire_calls++;
+    return b->created_ms < *(int64_t *)arg;
+}
+
+Test(accumulator, expiry_takes_the_expired_front_and_stops_at_the_first_live_batch)
+{
+    int32_t chosen = -1;
+    for (int i = 0; i < 6; i++) /* 3000-byte records in 4096-byte batches: 6 batches */
+        cr_assert_eq(append(0, NULL, 3000, &chosen), 0);
+    cr_assert_eq(acc.n_batches, 6);
+    int64_t cut = 100;
+    int k = 0;
+    for (kp__batch_t *b = acc.topics[0]->parts[0]->head; b; b = b->next)
+        b->created_ms = k++ < 2 ? 50 : 150; /* the two oldest are past the cut */
+    expire_calls = 0;
+    kp__accumulator_expire(&acc, older_than, release, &cut);
+    cr_assert_eq(acc.n_batches, 4, "the two expired front batches are removed");
+    cr_assert_eq(expire_calls, 3, "the walk stops at the first batch that has not expired");
+    cr_assert_eq(acc.topics[0]->parts[0]->head->created_ms, 150);
+    kp__accumulator_expire(&acc, always, release, NULL);
+    cr_assert_eq(acc.n_batches, 0);
+    cr_assert_null(acc.topics[0]->parts[0]->tail, "an emptied deque has no tail");
+    cr_assert_eq(kp_buffer_pool_available(pool), 64 * 1024);
+}

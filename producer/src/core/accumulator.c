@@ -294,18 +294,14 @@ void kp__accumulator_expire(kp__accumulator_t *acc, bool (*expired)(void *, kp__
         kp__topic_acc_t *t = acc->topics[i];
         for (int32_t k = 0; k < t->n_partitions; k++) {
             kp__partition_t *p = t->parts[k];
-            kp__batch_t **link = &p->head;
-            kp__batch_t *prev = NULL;
-            while (*link) {
-                kp__batch_t *b = *link;
-                if (!expired(arg, b)) {
-                    prev = b;
-                    link = &b->next;
-                    continue;
-                }
-                *link = b->next;
-                if (p->tail == b)
-                    p->tail = prev;
+            /* A deque is in creation order (retries go back in by ordinal), so the first
+             * batch that has not expired ends the walk, as in the Java client's
+             * RecordAccumulator.expiredBatches. */
+            while (p->head && expired(arg, p->head)) {
+                kp__batch_t *b = p->head;
+                p->head = b->next;
+                if (!p->head)
+                    p->tail = NULL;
                 acc->n_batches--;
                 b->next = out;
                 out = b;

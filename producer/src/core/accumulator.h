@@ -91,8 +91,10 @@ int64_t kp__accumulator_drain(kp__accumulator_t *acc, int64_t now,
 /* Puts a batch back at the front of its partition, before later batches (by ordinal). */
 void kp__accumulator_reenqueue(kp__accumulator_t *acc, kp__batch_t *b);
 
-/* Removes from the deques every batch for which expired(arg, batch) is true and hands it
- * to done(arg, batch) after the lock is released. */
+/* Removes from the front of every deque the batches for which expired(arg, batch) is true,
+ * stopping at each deque's first batch for which it is false (a deque is in creation order,
+ * so expired must be monotonic in the creation time), and hands them to done(arg, batch)
+ * after the lock is released. Cost: one call per partition plus one per expired batch. */
 void kp__accumulator_expire(kp__accumulator_t *acc, bool (*expired)(void *, kp__batch_t *),
                             void (*done)(void *, kp__batch_t *), void *arg);
 

@@ -12,7 +12,7 @@ if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
 # Apache Kafka broker), curl and libmicrohttpd (preload tests), librdkafka (producer benchmark
 # baseline), python3 grpcio (test collector), wrk (load generator).
 PACKAGES="build-essential cmake ninja-build pkg-config clang libclang-rt-14-dev llvm clang-format
-  libprotobuf-c-dev protobuf-c-compiler libgrpc-dev zlib1g-dev
+  libprotobuf-c-dev protobuf-c-compiler libgrpc-dev zlib1g-dev liblz4-dev libzstd-dev
   libcriterion-dev kcat default-jdk-headless maven curl libcurl4-openssl-dev libmicrohttpd-dev
   librdkafka-dev python3 python3-grpcio python3-grpc-tools python3-protobuf wrk"
 

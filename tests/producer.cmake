@@ -28,8 +28,8 @@ endforeach()
 
 pkg_check_modules(RDKAFKA IMPORTED_TARGET rdkafka)
 if(RDKAFKA_FOUND AND EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/bench/producer_bench.c)
-  sw_add_bench(producer_bench SOURCES bench/producer_bench.c
-               LIBS kproducer PkgConfig::RDKAFKA
+  sw_add_bench(producer_bench SOURCES bench/producer_bench.c bench/bench_segments.c
+               LIBS kproducer swproto PkgConfig::RDKAFKA
                SMOKE_ARGS --smoke LABELS kafka)
   if(COMMAND sw_kafka_test)
     sw_kafka_test(producer_bench_smoke)

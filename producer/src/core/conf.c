@@ -158,8 +158,13 @@ static int set_enum(struct kp_conf *conf, const struct property *prop, const cha
             conf->compression = KP__COMPRESSION_NONE;
         else if (strcmp(value, "gzip") == 0)
             conf->compression = KP__COMPRESSION_GZIP;
+        else if (strcmp(value, "lz4") == 0)
+            conf->compression = KP__COMPRESSION_LZ4;
+        else if (strcmp(value, "zstd") == 0)
+            conf->compression = KP__COMPRESSION_ZSTD;
         else
-            return fail(errbuf, errlen, "compression.type: '%s' is not none or gzip", value);
+            return fail(errbuf, errlen, "compression.type: '%s' is not none, gzip, lz4 or zstd",
+                        value);
     }
     return 0;
 }

@@ -12,7 +12,13 @@
 
 #include "kproducer.h"
 
-enum { KP__COMPRESSION_NONE = 0, KP__COMPRESSION_GZIP = 1 };
+/* Values are the RecordBatch attributes' codec numbers. */
+enum {
+    KP__COMPRESSION_NONE = 0,
+    KP__COMPRESSION_GZIP = 1,
+    KP__COMPRESSION_LZ4 = 3,
+    KP__COMPRESSION_ZSTD = 4
+};
 
 struct kp_conf {
     char bootstrap_servers[1024];

@@ -1,7 +1,7 @@
 /*
  * sender_produce.c - the produce path of the sender (seed 001's sendProducerData): drain
  * ready batches per leader node up to max.request.size, stamp them (producer id, epoch,
- * sequence) and close them (gzip), one ProduceRequest per node; then handle responses:
+ * sequence) and close them (compression), one ProduceRequest per node; then handle responses:
  * callbacks, retries with backoff in partition order, expiry after delivery.timeout.ms.
  * Sender thread only.
  */
@@ -228,10 +228,8 @@ static int seal(kp_producer_t *p, kp__batch_t *b)
     }
     if (b->rb.closed)
         return kp_record_batch_set_producer(&b->rb, pid, epoch, seq);
-    kp_batch_compression_t comp = {.type = p->conf.compression == KP__COMPRESSION_GZIP
-                                               ? KP_COMPRESSION_GZIP
-                                               : KP_COMPRESSION_NONE,
-                                   .level = -1};
+    /* conf.compression holds the codec's RecordBatch number (conf.h). */
+    kp_batch_compression_t comp = {.type = (kp_compression_t)p->conf.compression, .level = -1};
     return kp_record_batch_close(&b->rb, pid, epoch, seq, &comp);
 }
 

@@ -8,6 +8,8 @@
 
 #include "wire/crc32c.h"
 #include "wire/gzip.h"
+#include "wire/lz4.h"
+#include "wire/zstd.h"
 
 /* Header field offsets (see record_batch.h). */
 enum {
@@ -166,9 +168,36 @@ int kp_record_batch_try_append(kp_record_batch_t *b, int64_t timestamp, const vo
     return 0;
 }
 
-size_t kp_record_batch_compressed_bound(const kp_record_batch_t *b)
+size_t kp_record_batch_compressed_bound(const kp_record_batch_t *b, kp_compression_t type)
 {
-    return KP_RECORD_BATCH_HEADER_SIZE + kp_gzip_bound(b->len - KP_RECORD_BATCH_HEADER_SIZE);
+    size_t in = b->len - KP_RECORD_BATCH_HEADER_SIZE;
+    switch (type) {
+    case KP_COMPRESSION_GZIP:
+        return KP_RECORD_BATCH_HEADER_SIZE + kp_gzip_bound(in);
+    case KP_COMPRESSION_LZ4:
+        return KP_RECORD_BATCH_HEADER_SIZE + kp_lz4_bound(in);
+    case KP_COMPRESSION_ZSTD:
+        return KP_RECORD_BATCH_HEADER_SIZE + kp_zstd_bound(in);
+    default:
+        return 0;
+    }
+}
+
+/* Compresses in[0..in_len) with codec c into out[0..cap). */
+static int codec_compress(const kp_batch_compression_t *c, const uint8_t *in, size_t in_len,
+                          uint8_t *out, size_t cap, size_t *out_len)
+{
+    switch (c->type) {
+    case KP_COMPRESSION_GZIP:
+        return kp_gzip_compress(in, in_len, out, cap, c->level, out_len);
+    case KP_COMPRESSION_LZ4:
+        return kp_lz4_compress(in, in_len, out, cap, out_len);
+    case KP_COMPRESSION_ZSTD:
+        return kp_zstd_compress(in, in_len, out, cap,
+                                c->level < 0 ? KP_ZSTD_LEVEL_DEFAULT : c->level, out_len);
+    default:
+        return KP_EINVAL;
+    }
 }
 
 static void stamp_crc(uint8_t *out, size_t out_len)
@@ -180,7 +209,7 @@ static void stamp_crc(uint8_t *out, size_t out_len)
 /* Compresses the records section into the output buffer; sets b->out, b->out_len. */
 static int compress_records(kp_record_batch_t *b, const kp_batch_compression_t *c)
 {
-    size_t bound = kp_record_batch_compressed_bound(b);
+    size_t bound = kp_record_batch_compressed_bound(b, c->type);
     uint8_t *out = c->out;
     size_t cap = c->out_cap;
     if (out == NULL) {
@@ -192,9 +221,9 @@ static int compress_records(kp_record_batch_t *b, const kp_batch_compression_t *
         return KP_ENOSPACE;
     }
     size_t clen;
-    int rc = kp_gzip_compress(
-        b->buf + KP_RECORD_BATCH_HEADER_SIZE, b->len - KP_RECORD_BATCH_HEADER_SIZE,
-        out + KP_RECORD_BATCH_HEADER_SIZE, cap - KP_RECORD_BATCH_HEADER_SIZE, c->level, &clen);
+    int rc = codec_compress(c, b->buf + KP_RECORD_BATCH_HEADER_SIZE,
+                            b->len - KP_RECORD_BATCH_HEADER_SIZE, out + KP_RECORD_BATCH_HEADER_SIZE,
+                            cap - KP_RECORD_BATCH_HEADER_SIZE, &clen);
     if (rc != 0) {
         if (out != c->out)
             free(out);
@@ -216,7 +245,8 @@ int kp_record_batch_close(kp_record_batch_t *b, int64_t producer_id, int16_t pro
     if (type == KP_COMPRESSION_NONE) {
         b->out = b->buf;
         b->out_len = b->len;
-    } else if (type == KP_COMPRESSION_GZIP) {
+    } else if (type == KP_COMPRESSION_GZIP || type == KP_COMPRESSION_LZ4 ||
+               type == KP_COMPRESSION_ZSTD) {
         int rc = compress_records(b, compression);
         if (rc != 0)
             return rc;

@@ -16,7 +16,7 @@
  * Writer life cycle (one thread at a time; the accumulator's partition lock in the core):
  *   kp_record_batch_init(b, block, batch_size, now_ms)    block: e.g. a BufferPool block
  *   while (kp_record_batch_try_append(b, ...) == 0) ...    KP_ENOSPACE: open a new batch
- *   kp_record_batch_close(b, pid, epoch, seq, &compression)   header + crc (+ gzip)
+ *   kp_record_batch_close(b, pid, epoch, seq, &compression)   header + crc (+ codec)
  *   kp_record_batch_data(b, &len)                          the bytes for ProduceRequest
  *   kp_record_batch_set_producer(b, pid, epoch, seq)       re-stamp for a retry (crc redone)
  *   kp_record_batch_release(b)                             frees what the batch allocated
@@ -42,6 +42,9 @@
 typedef enum kp_compression {
     KP_COMPRESSION_NONE = 0,
     KP_COMPRESSION_GZIP = 1,
+    /* 2 is snappy, which this producer does not write */
+    KP_COMPRESSION_LZ4 = 3,
+    KP_COMPRESSION_ZSTD = 4,
 } kp_compression_t;
 
 /* A record header. key is not nullable in Kafka; value == NULL writes a null value. */
@@ -52,11 +55,12 @@ typedef struct kp_record_header {
     size_t value_len;
 } kp_record_header_t;
 
-/* How kp_record_batch_close compresses. For GZIP, `out` (capacity out_cap, at least
- * kp_record_batch_compressed_bound(b)) receives the whole compressed batch and must outlive
- * the batch's use; out == NULL makes the batch malloc that buffer itself (freed by
- * kp_record_batch_release). level: zlib level 1..9, or -1 = zlib default (6), which is what
- * the Java client uses (GZIPOutputStream's Deflater.DEFAULT_COMPRESSION). */
+/* How kp_record_batch_close compresses. For GZIP, LZ4 and ZSTD, `out` (capacity out_cap, at
+ * least kp_record_batch_compressed_bound(b, type)) receives the whole compressed batch and
+ * must outlive the batch's use; out == NULL makes the batch malloc that buffer itself (freed
+ * by kp_record_batch_release). level: -1 = the Java client's default for the codec (gzip:
+ * zlib's 6, GZIPOutputStream's Deflater.DEFAULT_COMPRESSION; zstd: 3; lz4: the fast
+ * compressor), else gzip 1..9, zstd 1..22 (lz4 ignores it). */
 typedef struct kp_batch_compression {
     kp_compression_t type;
     int level;
@@ -75,9 +79,9 @@ typedef struct kp_record_batch {
     int32_t count; /* records appended */
     bool closed;
     kp_compression_t compression;
-    uint8_t *out; /* after close: the wire bytes (buf itself, or the gzip buffer) */
+    uint8_t *out; /* after close: the wire bytes (buf itself, or the codec's buffer) */
     size_t out_len;
-    uint8_t *owned_out; /* heap buffer the batch allocated for gzip, else NULL */
+    uint8_t *owned_out; /* heap buffer the batch allocated for a codec, else NULL */
 } kp_record_batch_t;
 
 /* Starts an empty batch in buf[0..cap). Returns 0, or KP_EINVAL when cap < 61 or buf is NULL.
@@ -102,12 +106,13 @@ size_t kp_record_size(int64_t timestamp_delta, int32_t offset_delta, const void 
  * for an oversize record. */
 size_t kp_record_batch_size_upper_bound(size_t key_len, size_t value_len,
                                         const kp_record_header_t *headers, size_t n_headers);
-/* Bytes an output buffer for GZIP must have for this batch (header + deflate bound). */
-size_t kp_record_batch_compressed_bound(const kp_record_batch_t *b);
+/* Bytes an output buffer for codec `type` must have for this batch (header + the codec's
+ * bound); 0 for NONE or an unknown codec. */
+size_t kp_record_batch_compressed_bound(const kp_record_batch_t *b, kp_compression_t type);
 
 /* Seals the batch: writes the header (baseOffset 0, batchLength, leaderEpoch -1, magic 2,
  * attributes with the codec, lastOffsetDelta, base/max timestamp, producer id/epoch,
- * baseSequence, count) and the CRC-32C. With GZIP the records section is compressed into the
+ * baseSequence, count) and the CRC-32C. With a codec the records section is compressed into the
  * output buffer (see kp_batch_compression_t); compression == NULL means NONE. Returns 0,
  * KP_EINVAL (already closed, empty batch, unknown codec), KP_ENOSPACE (out_cap too small),
  * KP_ENOMEM, KP_ECOMPRESSION. On error the batch stays open and can be closed again. */
@@ -121,7 +126,7 @@ int kp_record_batch_set_producer(kp_record_batch_t *b, int64_t producer_id, int1
 
 /* The wire bytes of a closed batch (NULL and *len = 0 if not closed). Borrowed. */
 const uint8_t *kp_record_batch_data(const kp_record_batch_t *b, size_t *len);
-/* Frees the gzip buffer the batch allocated, if any. The caller's block is untouched. */
+/* Frees the codec buffer the batch allocated, if any. The caller's block is untouched. */
 void kp_record_batch_release(kp_record_batch_t *b);
 
 /* ---- reader (tests, fuzzing, diagnostics) ---- */
@@ -155,13 +160,13 @@ typedef struct kp_record_batch_reader {
     size_t batch_size; /* bytes of this batch in the input (12 + batchLength) */
     kp_reader_t records;
     int32_t next_index;
-    uint8_t *inflated; /* heap, for a gzip batch */
+    uint8_t *inflated; /* heap, for a compressed batch */
 } kp_record_batch_reader_t;
 
 /* Parses the first batch in data[0..len): checks size fields (KP_ETRUNCATED/KP_EMALFORMED),
- * magic 2 (KP_EUNSUPPORTED_VERSION), the CRC (KP_ECORRUPT), and inflates gzip (at most
- * max_inflated bytes, else KP_ECOMPRESSION; other codecs KP_ECOMPRESSION). On error nothing
- * needs closing. Call kp_record_batch_reader_close after success. */
+ * magic 2 (KP_EUNSUPPORTED_VERSION), the CRC (KP_ECORRUPT), and decompresses gzip, lz4 or zstd
+ * (at most max_inflated bytes, else KP_ECOMPRESSION; other codecs KP_ECOMPRESSION). On error
+ * nothing needs closing. Call kp_record_batch_reader_close after success. */
 int kp_record_batch_reader_open(kp_record_batch_reader_t *rd, const uint8_t *data, size_t len,
                                 size_t max_inflated);
 /* Next record into *rec (views borrow from data or the inflated buffer). Returns 1 for a

@@ -49,6 +49,7 @@ typedef struct kp__accumulator {
     pthread_mutex_t lock;
     kp_buffer_pool_t *pool;
     int32_t batch_size;
+    int32_t batch_max_size; /* a batch grows up to this many bytes of blocks (>= batch_size) */
     int32_t linger_ms;
     int64_t max_block_ms;
     /* lock: */
@@ -61,13 +62,19 @@ typedef struct kp__accumulator {
     int64_t n_batches; /* batches in deques */
 } kp__accumulator_t;
 
+/* batch_max_size: the most bytes of blocks a batch may grow to while its partition has a
+ * backlog (see kp__accumulator_append); batch_size or less disables growth. */
 int kp__accumulator_init(kp__accumulator_t *acc, kp_buffer_pool_t *pool, int32_t batch_size,
-                         int32_t linger_ms);
+                         int32_t batch_max_size, int32_t linger_ms);
 /* Frees the topic table. Every deque must be empty. */
 void kp__accumulator_destroy(kp__accumulator_t *acc);
 
 /*
- * Appends a record. partition < 0: keyed -> murmur2, unkeyed -> sticky. Returns 0,
+ * Appends a record. partition < 0: keyed -> murmur2, unkeyed -> sticky. When the tail batch of
+ * the partition is full and an older batch of the partition still waits in the deque (the
+ * sender is behind: a backlog), the tail grows by another pool block of batch.size instead of
+ * a new batch being opened, up to batch_max_size bytes (KIP-782's batch.max.size): fewer,
+ * larger batches cost the broker less per record exactly when it is the bottleneck. Returns 0,
  * KP_EBUFFER_TIMEOUT (waited deadline_ms), KP_EMSG_SIZE_TOO_LARGE, KP_EUNKNOWN_PARTITION,
  * KP_ECLOSED, KP_ENOMEM. *new_batch tells the caller to wake the sender. Application threads.
  */

@@ -22,10 +22,7 @@ void kp__sender_complete(kp_producer_t *p, kp__batch_t *b, int error, int64_t ba
     atomic_fetch_add_explicit(error ? &p->st_failed : &p->st_acked, (unsigned long long)n,
                               memory_order_relaxed);
     kp_record_batch_release(&b->rb);
-    if (b->heap)
-        free(b);
-    else
-        kp_buffer_pool_deallocate(p->pool, b, b->block_size);
+    kp__batch_free(b, p->pool);
     /* acq_rel: the callbacks above happen before a flusher sees pending reach 0. */
     if (atomic_fetch_sub_explicit(&p->pending, n, memory_order_acq_rel) == n) {
         pthread_mutex_lock(&p->done_lock);

@@ -15,12 +15,15 @@
  *
  * Writer life cycle (one thread at a time; the accumulator's partition lock in the core):
  *   kp_record_batch_init(b, block, batch_size, now_ms)    block: e.g. a BufferPool block
- *   while (kp_record_batch_try_append(b, ...) == 0) ...    KP_ENOSPACE: open a new batch
+ *   while (kp_record_batch_try_append(b, ...) == 0) ...    KP_ENOSPACE: open a new batch, or
+ *   kp_record_batch_chain(b, seg, more, cap)                 go on in another piece of memory
  *   kp_record_batch_close(b, pid, epoch, seq, &compression)   header + crc (+ codec)
  *   kp_record_batch_data(b, &len)                          the bytes for ProduceRequest
  *   kp_record_batch_set_producer(b, pid, epoch, seq)       re-stamp for a retry (crc redone)
  *   kp_record_batch_release(b)                             frees what the batch allocated
  * Records are encoded straight into the caller's block: no allocation, one copy of key/value.
+ * A chained batch is copied into one heap buffer when it is closed (the wire bytes must be
+ * contiguous for the CRC, the codec and the request); an unchained one is sent from its block.
  */
 #ifndef KP_WIRE_RECORD_BATCH_H
 #define KP_WIRE_RECORD_BATCH_H
@@ -68,12 +71,26 @@ typedef struct kp_batch_compression {
     size_t out_cap;
 } kp_batch_compression_t;
 
+/* A further piece of caller memory a batch writes records into once its first buffer is full
+ * (kp_record_batch_chain). The caller places it (e.g. at the start of another pool block);
+ * the writer owns `len` and `next`, the caller may lower `cap` before an append. */
+typedef struct kp_record_segment {
+    struct kp_record_segment *next;
+    uint8_t *data;
+    size_t len; /* bytes written */
+    size_t cap; /* capacity of data */
+} kp_record_segment_t;
+
 /* Writer state. Plain value: embed it in the owner's batch object. Fields are read-only for
- * callers (use the accessors). */
+ * callers (use the accessors), except `cap` and the chained segments' `cap`, which the owner
+ * may lower before an append to keep room behind the records. */
 typedef struct kp_record_batch {
-    uint8_t *buf;           /* caller's block: header space + records, written in place */
-    size_t cap;             /* capacity of buf */
-    size_t len;             /* bytes used in buf (61 + records) */
+    uint8_t *buf;                   /* caller's block: header space + records, written in place */
+    size_t cap;                     /* capacity of buf */
+    size_t len;                     /* bytes of the whole batch (61 + records of every segment) */
+    size_t head_len;                /* bytes used in buf */
+    kp_record_segment_t *more_head; /* chained segments, in order; appends go to the last */
+    kp_record_segment_t *more_tail;
     int64_t base_timestamp; /* from init; record timestamps are stored as deltas */
     int64_t max_timestamp;
     int32_t count; /* records appended */
@@ -88,11 +105,17 @@ typedef struct kp_record_batch {
  * buf stays owned by the caller and must outlive the batch. */
 int kp_record_batch_init(kp_record_batch_t *b, uint8_t *buf, size_t cap, int64_t base_timestamp);
 
-/* Appends one record in place. key == NULL writes a null key, value == NULL a null value;
- * headers may be NULL when n_headers == 0. Returns 0; KP_ENOSPACE when the record does not fit
- * in the remaining capacity (the batch is unchanged; a record is accepted whenever it fits,
- * including as the first record); KP_EINVAL after close, or for a length over INT32_MAX.
- * Hot path: no allocation, no locking. */
+/* Continues the batch in seg->data[0..cap): later appends write there (a record never spans
+ * two segments). seg and data stay owned by the caller and must outlive the batch. Returns 0,
+ * or KP_EINVAL after close or for NULL arguments. */
+int kp_record_batch_chain(kp_record_batch_t *b, kp_record_segment_t *seg, uint8_t *data,
+                          size_t cap);
+
+/* Appends one record in place (in the last chained segment, if any). key == NULL writes a null key,
+ * value == NULL a null value; headers may be NULL when n_headers == 0. Returns 0; KP_ENOSPACE when
+ * the record does not fit in the remaining capacity (the batch is unchanged; a record is accepted
+ * whenever it fits, including as the first record); KP_EINVAL after close, or for a length over
+ * INT32_MAX. Hot path: no allocation, no locking. */
 int kp_record_batch_try_append(kp_record_batch_t *b, int64_t timestamp, const void *key,
                                size_t key_len, const void *value, size_t value_len,
                                const kp_record_header_t *headers, size_t n_headers);
@@ -112,8 +135,9 @@ size_t kp_record_batch_compressed_bound(const kp_record_batch_t *b, kp_compressi
 
 /* Seals the batch: writes the header (baseOffset 0, batchLength, leaderEpoch -1, magic 2,
  * attributes with the codec, lastOffsetDelta, base/max timestamp, producer id/epoch,
- * baseSequence, count) and the CRC-32C. With a codec the records section is compressed into the
- * output buffer (see kp_batch_compression_t); compression == NULL means NONE. Returns 0,
+ * baseSequence, count) and the CRC-32C. A chained batch is first copied into one heap
+ * buffer (freed by kp_record_batch_release). With a codec the records section is compressed into
+ * the output buffer (see kp_batch_compression_t); compression == NULL means NONE. Returns 0,
  * KP_EINVAL (already closed, empty batch, unknown codec), KP_ENOSPACE (out_cap too small),
  * KP_ENOMEM, KP_ECOMPRESSION. On error the batch stays open and can be closed again. */
 int kp_record_batch_close(kp_record_batch_t *b, int64_t producer_id, int16_t producer_epoch,

@@ -370,6 +370,12 @@ static void print_summary(const struct workload *w, const struct figures *f)
         stats(f->cpu_m[who], f->reps, &c[who], &lo, &hi);
         stats(f->broker_m[who], f->reps, &b[who], &lo, &hi);
     }
+    if (!(m[RDK] > 0)) {
+        printf("%-16s median of %d: kp %.0f msgs/s (cpu %.2f s/M, broker %.2f s/M); librdkafka "
+               "skipped\n",
+               w->name, f->reps, m[OURS], c[OURS], b[OURS]);
+        return;
+    }
     ratios(f->msgs[OURS], f->msgs[RDK], f->reps, r);
     double rm, rlo, rhi;
     stats(r, f->reps, &rm, &rlo, &rhi);

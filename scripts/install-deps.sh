@@ -14,7 +14,7 @@ if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
 # baseline), python3 grpcio (test collector), wrk (load generator), PostgreSQL, MariaDB and Redis
 # servers with their client libraries (database/cache preload plugins and their tests).
 PACKAGES="build-essential g++ dpkg-dev cmake ninja-build pkg-config clang libclang-rt-14-dev llvm clang-format
-  libprotobuf-c-dev protobuf-c-compiler libgrpc-dev zlib1g-dev
+  libprotobuf-c-dev protobuf-c-compiler libgrpc-dev zlib1g-dev liblz4-dev libzstd-dev
   libcriterion-dev kcat default-jdk-headless maven curl libcurl4-openssl-dev libmicrohttpd-dev
   librdkafka-dev python3 python3-grpcio python3-grpc-tools python3-protobuf wrk
   postgresql libpq-dev mariadb-server libmariadb-dev redis-server libhiredis-dev"

@@ -1,7 +1,9 @@
 # Kafka wire layer (producer/src/wire): protocol primitives and messages, RecordBatch v2,
-# CRC-32C, murmur2, gzip. Unit tests, one fuzzer per decoder, and the codec benchmark.
+# CRC-32C, murmur2, gzip, lz4, zstd. Unit tests, one fuzzer per decoder, and the codec benchmark.
 if(TARGET kproducer_internal)
-  foreach(t kafka_codec kafka_protocol record_batch crc32c murmur2)
+  # ZLIB::ZLIB is imported in producer/ only; the fuzzers below link it directly.
+  find_package(ZLIB REQUIRED)
+  foreach(t kafka_codec kafka_protocol record_batch crc32c murmur2 lz4 zstd)
     sw_add_unit_test(test_${t}
       SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_${t}.c
       LIBS kproducer_internal)
@@ -14,7 +16,7 @@ if(TARGET kproducer_internal)
     sw_add_fuzzer(fuzz_kafka_${f}
       SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz_kafka_${f}.c ${kafka_wire_sources}
               ${PROJECT_SOURCE_DIR}/producer/src/errors.c
-      LIBS ZLIB::ZLIB Threads::Threads
+      LIBS ZLIB::ZLIB PkgConfig::LZ4 PkgConfig::ZSTD Threads::Threads
       CORPUS ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus/fuzz_kafka_${f})
     target_include_directories(fuzz_kafka_${f} PRIVATE
       ${PROJECT_SOURCE_DIR}/producer/include ${PROJECT_SOURCE_DIR}/producer/src)
@@ -27,7 +29,7 @@ if(TARGET kproducer_internal)
             ${PROJECT_SOURCE_DIR}/producer/src/core/connection.c
             ${PROJECT_SOURCE_DIR}/producer/src/core/in_flight.c
             ${PROJECT_SOURCE_DIR}/producer/src/errors.c
-    LIBS ZLIB::ZLIB Threads::Threads
+    LIBS ZLIB::ZLIB PkgConfig::LZ4 PkgConfig::ZSTD Threads::Threads
     CORPUS ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus/fuzz_kafka_connection)
   target_include_directories(fuzz_kafka_connection PRIVATE
     ${PROJECT_SOURCE_DIR}/producer/include ${PROJECT_SOURCE_DIR}/producer/src)

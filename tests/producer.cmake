@@ -17,7 +17,7 @@ endforeach()
 
 # librdkafka is the benchmark's baseline (scripts/install-deps.sh installs it).
 pkg_check_modules(RDKAFKA REQUIRED IMPORTED_TARGET rdkafka)
-sw_add_bench(producer_bench SOURCES bench/producer_bench.c
-             LIBS kproducer PkgConfig::RDKAFKA
+sw_add_bench(producer_bench SOURCES bench/producer_bench.c bench/bench_segments.c
+             LIBS kproducer swproto PkgConfig::RDKAFKA
              SMOKE_ARGS --smoke LABELS kafka)
 sw_kafka_test(producer_bench_smoke)

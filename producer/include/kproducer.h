@@ -61,8 +61,11 @@ const char *kp_strerror(int code);
  * (5), buffer.memory (33554432), max.block.ms (60000), max.in.flight.requests.per.connection
  * (5), max.request.size (1048576), retries (2147483647), retry.backoff.ms (100),
  * retry.backoff.max.ms (1000), delivery.timeout.ms (120000), request.timeout.ms (30000),
- * compression.type (none|gzip), metadata.max.age.ms (300000), connections.max.idle.ms
- * (540000), reconnect.backoff.ms (50), reconnect.backoff.max.ms (1000).
+ * compression.type (none|gzip|lz4|zstd), metadata.max.age.ms (300000), connections.max.idle.ms
+ * (540000), reconnect.backoff.ms (50), reconnect.backoff.max.ms (1000). Beyond the Java
+ * client: batch.max.size (262144; KIP-782): a partition's open batch grows past batch.size, in
+ * batch.size blocks, while an older batch of that partition waits to be sent; at most
+ * max.request.size; batch.size or less disables growth.
  *
  * A conf is not thread-safe: one thread builds it, then hands it to kp_producer_new().
  */

@@ -18,7 +18,7 @@ static int32_t leaders[4] = {1, 1, 2, -1};
 static void setup(void)
 {
     pool = kp_buffer_pool_new(64 * 1024, 4096);
-    kp__accumulator_init(&acc, pool, 4096, 1000000 /* linger: never by time */);
+    kp__accumulator_init(&acc, pool, 4096, 0 /* no growth */, 1000000 /* linger: never by time */);
     md = (kp__topic_md_t){.name = "t", .n_partitions = 4, .leaders = leaders};
 }
 
@@ -216,4 +216,108 @@ Test(accumulator, partitions_added_to_the_topic_are_used)
     }
     cr_assert_eq(seen_parts, (1 << 3) | (1 << 5) | (1 << want));
     give_back(&t);
+}
+
+/* Expires batches whose created_ms is below *(int64_t *)arg and counts the calls. */
+static int expire_calls;
+static bool older_than(void *arg, kp__batch_t *b)
+{
+    expire_calls++;
+    return b->created_ms < *(int64_t *)arg;
+}
+
+Test(accumulator, expiry_takes_the_expired_front_and_stops_at_the_first_live_batch)
+{
+    int32_t chosen = -1;
+    for (int i = 0; i < 6; i++) /* 3000-byte records in 4096-byte batches: 6 batches */
+        cr_assert_eq(append(0, NULL, 3000, &chosen), 0);
+    cr_assert_eq(acc.n_batches, 6);
+    int64_t cut = 100;
+    int k = 0;
+    for (kp__batch_t *b = acc.topics[0]->parts[0]->head; b; b = b->next)
+        b->created_ms = k++ < 2 ? 50 : 150; /* the two oldest are past the cut */
+    expire_calls = 0;
+    kp__accumulator_expire(&acc, older_than, release, &cut);
+    cr_assert_eq(acc.n_batches, 4, "the two expired front batches are removed");
+    cr_assert_eq(expire_calls, 3, "the walk stops at the first batch that has not expired");
+    cr_assert_eq(acc.topics[0]->parts[0]->head->created_ms, 150);
+    kp__accumulator_expire(&acc, always, release, NULL);
+    cr_assert_eq(acc.n_batches, 0);
+    cr_assert_null(acc.topics[0]->parts[0]->tail, "an emptied deque has no tail");
+    cr_assert_eq(kp_buffer_pool_available(pool), 64 * 1024);
+}
+
+static int64_t completed_offsets[64];
+static int n_completed;
+
+static void record_done(void *opaque, int error, int32_t partition, int64_t offset)
+{
+    (void)opaque;
+    (void)partition;
+    cr_assert_eq(error, 0);
+    completed_offsets[n_completed++] = offset;
+}
+
+Test(accumulator, a_batch_with_a_backlog_grows_in_pool_blocks_up_to_batch_max_size)
+{
+    kp__accumulator_destroy(&acc);
+    kp__accumulator_init(&acc, pool, 4096, 3 * 4096, 1000000);
+    static char value[1000];
+    bool nb = false;
+    int32_t chosen = -1;
+    for (int i = 0; i < 14; i++) {
+        memset(value, 'a' + i, sizeof value);
+        cr_assert_eq(kp__accumulator_append(&acc, &md, 4, 0, 1000 + i, NULL, 0, value, sizeof value,
+                                            NULL, 0, record_done, NULL, kp__now_ms() + 1000, &nb,
+                                            &chosen),
+                     0);
+    }
+    kp__partition_t *p = acc.topics[0]->parts[0];
+    /* 3 records fill a 4096-byte block. The first batch has no backlog ahead of it: one block.
+     * The second has the first ahead of it: it grows to three blocks (9 records). */
+    cr_assert_null(p->head->ext_head, "the head batch did not grow");
+    cr_assert_eq(p->head->rb.count, 3);
+    kp__batch_t *grown = p->head->next;
+    cr_assert_eq(grown->total_size, 3 * 4096, "grown to batch.max.size");
+    cr_assert_eq(grown->rb.count, 9);
+    cr_assert_eq(acc.n_batches, 3, "the third batch opened when the second could not grow");
+    cr_assert_eq(kp_buffer_pool_available(pool), 64 * 1024 - 5 * 4096, "5 pool blocks in use");
+
+    /* The grown batch closes into one contiguous RecordBatch with every record in order. */
+    cr_assert_eq(kp_record_batch_close(&grown->rb, -1, -1, -1, NULL), 0);
+    size_t len = 0;
+    const uint8_t *data = kp_record_batch_data(&grown->rb, &len);
+    kp_record_batch_reader_t rd;
+    cr_assert_eq(kp_record_batch_reader_open(&rd, data, len, len), 0);
+    kp_record_view_t rec;
+    for (int i = 0; i < 9; i++) {
+        cr_assert_eq(kp_record_batch_reader_next(&rd, &rec), 1);
+        cr_assert_eq(rec.offset, i);
+        cr_assert_eq(rec.timestamp, 1003 + i);
+        cr_assert_eq(rec.value[0], 'a' + 3 + i, "record %d comes from block %d", i, i / 3);
+    }
+    cr_assert_eq(kp_record_batch_reader_next(&rd, &rec), 0);
+    kp_record_batch_reader_close(&rd);
+    /* Callbacks run once per record in offset order across the blocks. */
+    n_completed = 0;
+    kp__batch_complete(grown, 0, 0, 100);
+    cr_assert_eq(n_completed, 9);
+    for (int i = 0; i < 9; i++)
+        cr_assert_eq(completed_offsets[i], 100 + i);
+
+    /* Take the batches out of the deque, then every block goes back to the pool. */
+    kp__accumulator_begin_flush(&acc);
+    struct taken t = {.limit = 16};
+    bool unknown = false;
+    kp__accumulator_drain(&acc, kp__now_ms(), take, &t, &unknown);
+    cr_assert_eq(t.n, 1, "one batch per partition per drain");
+    kp__accumulator_drain(&acc, kp__now_ms(), take, &t, &unknown);
+    kp__accumulator_drain(&acc, kp__now_ms(), take, &t, &unknown);
+    kp__accumulator_end_flush(&acc);
+    cr_assert_eq(t.n, 3);
+    for (int i = 0; i < t.n; i++) {
+        kp_record_batch_release(&t.b[i]->rb);
+        kp__batch_free(t.b[i], pool);
+    }
+    cr_assert_eq(kp_buffer_pool_available(pool), 64 * 1024);
 }

@@ -60,6 +60,13 @@ Test(producer_conf, good_values_are_stored)
     cr_assert_eq(c->acks, 0);
     cr_assert_eq(kp_conf_set(c, "compression.type", "gzip", err, sizeof(err)), 0);
     cr_assert_eq(c->compression, KP__COMPRESSION_GZIP);
+    cr_assert_eq(c->batch_max_size, 262144, "batch.max.size default");
+    cr_assert_eq(kp_conf_set(c, "batch.max.size", "0", err, sizeof(err)), 0);
+    cr_assert_eq(c->batch_max_size, 0);
+    cr_assert_eq(kp_conf_set(c, "compression.type", "lz4", err, sizeof(err)), 0);
+    cr_assert_eq(c->compression, KP__COMPRESSION_LZ4);
+    cr_assert_eq(kp_conf_set(c, "compression.type", "zstd", err, sizeof(err)), 0);
+    cr_assert_eq(c->compression, KP__COMPRESSION_ZSTD);
     cr_assert_eq(kp_conf_set(c, "buffer.memory", "1099511627776", err, sizeof(err)), 0);
     cr_assert_eq(c->buffer_memory, INT64_C(1) << 40);
     cr_assert_eq(kp_conf_set(c, "linger.ms", "0", err, sizeof(err)), 0);
@@ -72,6 +79,8 @@ Test(producer_conf, good_values_are_stored)
 Test(producer_conf, unknown_property_is_named)
 {
     expect_bad("batch.sise", "1", "batch.sise");
+    expect_bad("compression.type", "snappy", "none, gzip, lz4 or zstd");
+    expect_bad("batch.max.size", "-1", "batch.max.size");
     expect_bad("", "1", "unknown property");
 }
 

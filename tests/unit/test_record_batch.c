@@ -155,7 +155,7 @@ Test(record_batch, gzip_round_trip_both_output_modes)
     static uint8_t buf[16384];
     kp_record_batch_t b;
     fill_batch(&b, buf, sizeof buf, 50);
-    size_t bound = kp_record_batch_compressed_bound(&b);
+    size_t bound = kp_record_batch_compressed_bound(&b, KP_COMPRESSION_GZIP);
     uint8_t *out = malloc(bound);
     kp_batch_compression_t gz = {KP_COMPRESSION_GZIP, -1, out, bound};
     cr_assert_eq(kp_record_batch_close(&b, 5, 1, 0, &gz), 0);
@@ -236,4 +236,49 @@ Test(record_batch, reader_rejects_corruption_and_truncation)
     cr_expect_eq(n, 3);
     cr_expect_lt(rc, 0, "the 4th record is missing: %d", rc);
     kp_record_batch_reader_close(&rd);
+}
+
+/* lz4 and zstd batches: codec bits, the reader decompresses them, set_producer restamps. */
+static void codec_round_trip(kp_compression_t type)
+{
+    static uint8_t buf[16384];
+    kp_record_batch_t b;
+    fill_batch(&b, buf, sizeof buf, 50);
+    size_t plain = b.len;
+    kp_batch_compression_t c = {type, -1, NULL, 0};
+    cr_assert_gt(kp_record_batch_compressed_bound(&b, type), KP_RECORD_BATCH_HEADER_SIZE);
+    cr_assert_eq(kp_record_batch_close(&b, 5, 1, 0, &c), 0);
+    size_t len;
+    const uint8_t *data = kp_record_batch_data(&b, &len);
+    cr_expect_lt(len, plain, "compressed %zu of %zu bytes", len, plain);
+    cr_expect_eq(data[22] & 7, (int)type, "attributes codec");
+    cr_expect_eq(kp_record_batch_set_producer(&b, 6, 2, 10), 0);
+    kp_record_batch_reader_t rd;
+    cr_assert_eq(kp_record_batch_reader_open(&rd, data, len, 1 << 20), 0);
+    cr_expect_eq(rd.base_sequence, 10);
+    kp_record_view_t rec;
+    int n = 0, rc;
+    while ((rc = kp_record_batch_reader_next(&rd, &rec)) == 1) {
+        char key[32];
+        int klen = snprintf(key, sizeof key, "key-%d", n);
+        cr_expect_eq(rec.key_len, klen);
+        cr_expect_eq(memcmp(rec.key, key, (size_t)klen), 0);
+        cr_expect_eq(rec.offset, n++);
+    }
+    cr_expect_eq(rc, 0);
+    cr_expect_eq(n, 50);
+    kp_record_batch_reader_close(&rd);
+    cr_expect_eq(kp_record_batch_reader_open(&rd, data, len, 100), KP_ECOMPRESSION,
+                 "decompressed size over max_inflated");
+    kp_record_batch_release(&b);
+}
+
+Test(record_batch, lz4_round_trip)
+{
+    codec_round_trip(KP_COMPRESSION_LZ4);
+}
+
+Test(record_batch, zstd_round_trip)
+{
+    codec_round_trip(KP_COMPRESSION_ZSTD);
 }

@@ -11,12 +11,13 @@
 #include "wire/murmur2.h"
 
 int kp__accumulator_init(kp__accumulator_t *acc, kp_buffer_pool_t *pool, int32_t batch_size,
-                         int32_t linger_ms)
+                         int32_t batch_max_size, int32_t linger_ms)
 {
     memset(acc, 0, sizeof(*acc));
     pthread_mutex_init(&acc->lock, NULL);
     acc->pool = pool;
     acc->batch_size = batch_size;
+    acc->batch_max_size = batch_max_size > batch_size ? batch_max_size : batch_size;
     acc->linger_ms = linger_ms;
     acc->rng = 0x9e3779b9u;
     return 0;
@@ -119,8 +120,19 @@ struct record {
     void *opaque;
 };
 
-/* Appends to the tail batch if there is one with room. Caller holds lock. */
-static bool try_tail(kp__partition_t *p, const struct record *r)
+/* Whether the tail batch may take one more block of batch.size: an older batch of its
+ * partition waits ahead of it (a backlog), it is a pool batch that was never sent, and it
+ * stays within batch.max.size. Caller holds lock. */
+static bool may_grow(const kp__accumulator_t *acc, const kp__partition_t *p,
+                     const kp__batch_t *tail)
+{
+    return tail != p->head && !tail->heap && tail->attempts == 0 &&
+           tail->total_size + acc->batch_size <= acc->batch_max_size;
+}
+
+/* Appends to the tail batch if there is one with room. A tail without room is marked full
+ * unless it may grow. Caller holds lock. */
+static bool try_tail(kp__accumulator_t *acc, kp__partition_t *p, const struct record *r)
 {
     kp__batch_t *tail = p->tail;
     if (!tail || tail->full)
@@ -128,8 +140,15 @@ static bool try_tail(kp__partition_t *p, const struct record *r)
     if (kp__batch_try_append(tail, r->timestamp, r->key, r->key_len, r->value, r->value_len,
                              r->headers, r->n_headers, r->cb, r->opaque) == 0)
         return true;
-    tail->full = true;
+    if (!may_grow(acc, p, tail))
+        tail->full = true;
     return false;
+}
+
+/* True when p's tail batch is open and may grow (try_tail left it not full). */
+static bool tail_growable(const kp__partition_t *p)
+{
+    return p->tail && !p->tail->full;
 }
 
 /* Links a new batch at the tail. Caller holds lock. */
@@ -168,12 +187,12 @@ int kp__accumulator_append(kp__accumulator_t *acc, kp__topic_md_t *md, int32_t n
     }
     if (sticky) {
         partition = t->sticky;
-        if (try_tail(t->parts[partition], &r)) {
+        if (try_tail(acc, t->parts[partition], &r)) {
             *chosen = partition;
             pthread_mutex_unlock(&acc->lock);
             return 0;
         }
-        if (t->n_partitions > 1) {
+        if (t->n_partitions > 1 && !tail_growable(t->parts[partition])) {
             /* The sticky batch is done: switch partition (Java's onNewBatch). */
             int32_t next = (int32_t)(next_random(acc) % (uint32_t)(t->n_partitions - 1));
             t->sticky = next >= partition ? next + 1 : next;
@@ -182,7 +201,7 @@ int kp__accumulator_append(kp__accumulator_t *acc, kp__topic_md_t *md, int32_t n
     }
     kp__partition_t *p = t->parts[partition];
     *chosen = partition;
-    if (try_tail(p, &r)) {
+    if (try_tail(acc, p, &r)) {
         pthread_mutex_unlock(&acc->lock);
         return 0;
     }
@@ -199,8 +218,15 @@ int kp__accumulator_append(kp__accumulator_t *acc, kp__topic_md_t *md, int32_t n
     pthread_mutex_lock(&acc->lock);
     if (acc->closing) {
         rc = KP_ECLOSED;
-    } else if (try_tail(p, &r)) {
-        rc = 0; /* another thread opened a batch meanwhile */
+    } else if (try_tail(acc, p, &r)) {
+        rc = 0; /* another thread opened a batch or grew the tail meanwhile */
+    } else if (size == acc->batch_size && tail_growable(p)) {
+        kp__batch_grow(p->tail, block, size);
+        block = NULL;
+        rc = kp__batch_try_append(p->tail, timestamp, key, key_len, value, value_len, headers,
+                                  n_headers, cb, opaque);
+        if (rc != 0)
+            p->tail->full = true; /* not reached: a block that fits a new batch fits the record */
     } else {
         kp__batch_t *b = kp__batch_init(block, size, p, kp__now_ms(), timestamp);
         rc = kp__batch_try_append(b, timestamp, key, key_len, value, value_len, headers, n_headers,
@@ -295,18 +321,14 @@ void kp__accumulator_expire(kp__accumulator_t *acc, bool (*expired)(void *, kp__
         kp__topic_acc_t *t = acc->topics[i];
         for (int32_t k = 0; k < t->n_partitions; k++) {
             kp__partition_t *p = t->parts[k];
-            kp__batch_t **link = &p->head;
-            kp__batch_t *prev = NULL;
-            while (*link) {
-                kp__batch_t *b = *link;
-                if (!expired(arg, b)) {
-                    prev = b;
-                    link = &b->next;
-                    continue;
-                }
-                *link = b->next;
-                if (p->tail == b)
-                    p->tail = prev;
+            /* A deque is in creation order (retries go back in by ordinal), so the first
+             * batch that has not expired ends the walk, as in the Java client's
+             * RecordAccumulator.expiredBatches. */
+            while (p->head && expired(arg, p->head)) {
+                kp__batch_t *b = p->head;
+                p->head = b->next;
+                if (!p->head)
+                    p->tail = NULL;
                 acc->n_batches--;
                 b->next = out;
                 out = b;

@@ -49,6 +49,7 @@ typedef struct kp__accumulator {
     pthread_mutex_t lock;
     kp_buffer_pool_t *pool;
     int32_t batch_size;
+    int32_t batch_max_size; /* a batch grows up to this many bytes of blocks (>= batch_size) */
     int32_t linger_ms;
     int64_t max_block_ms;
     /* lock: */
@@ -61,13 +62,19 @@ typedef struct kp__accumulator {
     int64_t n_batches; /* batches in deques */
 } kp__accumulator_t;
 
+/* batch_max_size: the most bytes of blocks a batch may grow to while its partition has a
+ * backlog (see kp__accumulator_append); batch_size or less disables growth. */
 int kp__accumulator_init(kp__accumulator_t *acc, kp_buffer_pool_t *pool, int32_t batch_size,
-                         int32_t linger_ms);
+                         int32_t batch_max_size, int32_t linger_ms);
 /* Frees the topic table. Every deque must be empty. */
 void kp__accumulator_destroy(kp__accumulator_t *acc);
 
 /*
- * Appends a record. partition < 0: keyed -> murmur2, unkeyed -> sticky. Returns 0,
+ * Appends a record. partition < 0: keyed -> murmur2, unkeyed -> sticky. When the tail batch of
+ * the partition is full and an older batch of the partition still waits in the deque (the
+ * sender is behind: a backlog), the tail grows by another pool block of batch.size instead of
+ * a new batch being opened, up to batch_max_size bytes (KIP-782's batch.max.size): fewer,
+ * larger batches cost the broker less per record exactly when it is the bottleneck. Returns 0,
  * KP_EBUFFER_TIMEOUT (waited deadline_ms), KP_EMSG_SIZE_TOO_LARGE, KP_EUNKNOWN_PARTITION,
  * KP_ECLOSED, KP_ENOMEM. *new_batch tells the caller to wake the sender. Application threads.
  */
@@ -91,8 +98,10 @@ int64_t kp__accumulator_drain(kp__accumulator_t *acc, int64_t now,
 /* Puts a batch back at the front of its partition, before later batches (by ordinal). */
 void kp__accumulator_reenqueue(kp__accumulator_t *acc, kp__batch_t *b);
 
-/* Removes from the deques every batch for which expired(arg, batch) is true and hands it
- * to done(arg, batch) after the lock is released. */
+/* Removes from the front of every deque the batches for which expired(arg, batch) is true,
+ * stopping at each deque's first batch for which it is false (a deque is in creation order,
+ * so expired must be monotonic in the creation time), and hands them to done(arg, batch)
+ * after the lock is released. Cost: one call per partition plus one per expired batch. */
 void kp__accumulator_expire(kp__accumulator_t *acc, bool (*expired)(void *, kp__batch_t *),
                             void (*done)(void *, kp__batch_t *), void *arg);
 

@@ -7,8 +7,14 @@
  *   [kp__batch_t][RecordBatch v2 bytes, growing up ->      <- thunks, growing down]
  *
  * Before each append the writer's capacity is lowered so that the record and its thunk both
- * fit. Thread: appended to under the accumulator lock by application threads while it is in
- * its partition's deque; after the sender took it out of the deque only the sender touches it.
+ * fit. A batch may grow past its first block (batch.max.size, the idea of KIP-782): further
+ * blocks of batch.size from the same pool are chained behind it, each laid out as
+ *
+ *   [kp__batch_ext_t][records of this block ->            <- thunks of these records]
+ *
+ * so the pool only ever sees its ordinary blocks. Thread: appended to under the accumulator lock by
+ * application threads while it is in its partition's deque; after the sender took it out of the
+ * deque only the sender touches it.
  */
 #ifndef KP_CORE_BATCH_H
 #define KP_CORE_BATCH_H
@@ -16,6 +22,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/buffer_pool.h"
 #include "kproducer.h"
 #include "wire/record_batch.h"
 
@@ -26,11 +33,26 @@ typedef struct kp__thunk {
     void *opaque;
 } kp__thunk_t;
 
+/* Header of a continuation block of a grown batch. */
+typedef struct kp__batch_ext {
+    kp_record_segment_t seg; /* this block's records, chained into the batch's writer */
+    struct kp__batch_ext *next;
+    int32_t count;      /* records in this block */
+    int32_t block_size; /* bytes of the block (batch.size) */
+} kp__batch_ext_t;
+
+/* Bytes in front of the records inside a continuation block. */
+#define KP__BATCH_EXT_HEADER ((sizeof(kp__batch_ext_t) + 63) & ~(size_t)63)
+
 typedef struct kp__batch {
     struct kp__batch *next; /* deque link (accumulator lock) or the sender's lists */
     struct kp__partition *part;
     kp_record_batch_t rb;
-    int32_t block_size;
+    int32_t block_size;        /* bytes of the first block */
+    int32_t first_count;       /* records in the first block */
+    int64_t total_size;        /* bytes of every block of the batch */
+    kp__batch_ext_t *ext_head; /* continuation blocks, in order (NULL: one block) */
+    kp__batch_ext_t *ext_tail;
     int64_t created_ms;    /* monotonic: linger.ms and delivery.timeout.ms count from here */
     int64_t retry_at_ms;   /* a retried batch is not sent before this */
     uint64_t ordinal;      /* creation order within the partition: retries keep it */
@@ -71,11 +93,17 @@ static inline size_t kp__batch_end(const kp__batch_t *b)
     return (size_t)b->block_size & ~(_Alignof(kp__thunk_t) - 1);
 }
 
-/* The i-th record's thunk. */
-static inline kp__thunk_t *kp__batch_thunk(kp__batch_t *b, int32_t i)
-{
-    return (kp__thunk_t *)((uint8_t *)b + kp__batch_end(b)) - (i + 1);
-}
+/* The i-th record's thunk (walks the continuation blocks: at most batch.max.size /
+ * batch.size of them). */
+kp__thunk_t *kp__batch_thunk(kp__batch_t *b, int32_t i);
+
+/* Continues b in a fresh block of block_size bytes (a pool block of batch.size): later
+ * appends go there. b must be open (in its deque, under the accumulator lock). */
+void kp__batch_grow(kp__batch_t *b, void *block, int32_t block_size);
+
+/* Returns every block of b to the pool (a heap batch, a split piece, is freed with free()).
+ * b is invalid afterwards. */
+void kp__batch_free(kp__batch_t *b, kp_buffer_pool_t *pool);
 
 /* Runs every record's callback with (error, partition, base_offset + i, or -1 offsets when
  * base_offset < 0). Sender thread (or the closing thread). */

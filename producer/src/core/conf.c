@@ -33,6 +33,7 @@ static const struct property properties[] = {
     {"acks", KIND_ACKS, FIELD(acks), 0, 0},
     {"enable.idempotence", KIND_BOOL, FIELD(idempotence), 0, 0},
     {"batch.size", KIND_INT32, FIELD(batch_size), 1, 1 << 30},
+    {"batch.max.size", KIND_INT32, FIELD(batch_max_size), 0, 1 << 30},
     {"linger.ms", KIND_INT32, FIELD(linger_ms), 0, INT32_MAX},
     {"buffer.memory", KIND_INT64, FIELD(buffer_memory), 1024, INT64_C(1) << 40},
     {"max.block.ms", KIND_INT64, FIELD(max_block_ms), 0, INT32_MAX},
@@ -71,6 +72,7 @@ void kp__conf_defaults(struct kp_conf *conf)
     conf->acks = -1;
     conf->idempotence = true;
     conf->batch_size = 16384;
+    conf->batch_max_size = 262144;
     conf->linger_ms = 5;
     conf->buffer_memory = 33554432;
     conf->max_block_ms = 60000;
@@ -158,8 +160,13 @@ static int set_enum(struct kp_conf *conf, const struct property *prop, const cha
             conf->compression = KP__COMPRESSION_NONE;
         else if (strcmp(value, "gzip") == 0)
             conf->compression = KP__COMPRESSION_GZIP;
+        else if (strcmp(value, "lz4") == 0)
+            conf->compression = KP__COMPRESSION_LZ4;
+        else if (strcmp(value, "zstd") == 0)
+            conf->compression = KP__COMPRESSION_ZSTD;
         else
-            return fail(errbuf, errlen, "compression.type: '%s' is not none or gzip", value);
+            return fail(errbuf, errlen, "compression.type: '%s' is not none, gzip, lz4 or zstd",
+                        value);
     }
     return 0;
 }

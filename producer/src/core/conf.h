@@ -12,7 +12,13 @@
 
 #include "kproducer.h"
 
-enum { KP__COMPRESSION_NONE = 0, KP__COMPRESSION_GZIP = 1 };
+/* Values are the RecordBatch attributes' codec numbers. */
+enum {
+    KP__COMPRESSION_NONE = 0,
+    KP__COMPRESSION_GZIP = 1,
+    KP__COMPRESSION_LZ4 = 3,
+    KP__COMPRESSION_ZSTD = 4
+};
 
 struct kp_conf {
     char bootstrap_servers[1024];
@@ -20,6 +26,9 @@ struct kp_conf {
     int acks; /* -1 (all), 0 or 1 */
     bool idempotence;
     int32_t batch_size;
+    /* KIP-782's batch.max.size: a batch grows in blocks of batch_size up to this while its
+     * partition has a backlog; <= batch_size: no growth. Bounded by max_request_size. */
+    int32_t batch_max_size;
     int32_t linger_ms;
     int64_t buffer_memory;
     int64_t max_block_ms;

@@ -121,7 +121,10 @@ kp_producer_t *kp_producer_new(const kp_conf_t *conf, char *errbuf, size_t errle
     pthread_condattr_destroy(&attr);
     kp__metadata_init(&p->md, p->conf.retry_backoff_ms, p->conf.metadata_max_age_ms);
     p->pool = kp_buffer_pool_new(p->conf.buffer_memory, p->conf.batch_size);
-    kp__accumulator_init(&p->acc, p->pool, p->conf.batch_size, p->conf.linger_ms);
+    /* A grown batch is sent alone at most: it never exceeds max.request.size. */
+    int32_t grow_to = p->conf.batch_max_size < p->conf.max_request_size ? p->conf.batch_max_size
+                                                                        : p->conf.max_request_size;
+    kp__accumulator_init(&p->acc, p->pool, p->conf.batch_size, grow_to, p->conf.linger_ms);
     int rc = p->pool ? add_bootstrap(p, errbuf, errlen) : KP_ENOMEM;
     if (rc == 0) {
         p->epfd = epoll_create1(EPOLL_CLOEXEC);

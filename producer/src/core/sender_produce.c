@@ -1,7 +1,7 @@
 /*
  * sender_produce.c - the produce path of the sender (Java: Sender.sendProducerData): drain
  * ready batches per leader node up to max.request.size, stamp them (producer id, epoch,
- * sequence) and close them (gzip), one ProduceRequest per node; then handle responses:
+ * sequence) and close them (compression), one ProduceRequest per node; then handle responses:
  * callbacks, retries with backoff in partition order, expiry after delivery.timeout.ms.
  * Sender thread only.
  */
@@ -22,10 +22,7 @@ void kp__sender_complete(kp_producer_t *p, kp__batch_t *b, int error, int64_t ba
     atomic_fetch_add_explicit(error ? &p->st_failed : &p->st_acked, (unsigned long long)n,
                               memory_order_relaxed);
     kp_record_batch_release(&b->rb);
-    if (b->heap)
-        free(b);
-    else
-        kp_buffer_pool_deallocate(p->pool, b, b->block_size);
+    kp__batch_free(b, p->pool);
     /* acq_rel: the callbacks above happen before a flusher sees pending reach 0. */
     if (atomic_fetch_sub_explicit(&p->pending, n, memory_order_acq_rel) == n) {
         pthread_mutex_lock(&p->done_lock);
@@ -228,10 +225,8 @@ static int seal(kp_producer_t *p, kp__batch_t *b)
     }
     if (b->rb.closed)
         return kp_record_batch_set_producer(&b->rb, pid, epoch, seq);
-    kp_batch_compression_t comp = {.type = p->conf.compression == KP__COMPRESSION_GZIP
-                                               ? KP_COMPRESSION_GZIP
-                                               : KP_COMPRESSION_NONE,
-                                   .level = -1};
+    /* conf.compression holds the codec's RecordBatch number (conf.h). */
+    kp_batch_compression_t comp = {.type = (kp_compression_t)p->conf.compression, .level = -1};
     return kp_record_batch_close(&b->rb, pid, epoch, seq, &comp);
 }
 

@@ -33,7 +33,7 @@ static int plan_pieces(const kp__batch_t *b, size_t target, piece_t **out)
     size_t len = 0;
     const uint8_t *data = kp_record_batch_data(&b->rb, &len);
     kp_record_batch_reader_t rd;
-    int rc = kp_record_batch_reader_open(&rd, data, len, (size_t)b->block_size);
+    int rc = kp_record_batch_reader_open(&rd, data, len, b->rb.len);
     if (rc != 0)
         return rc;
     piece_t *v = calloc((size_t)b->rb.count, sizeof(*v));
@@ -114,7 +114,7 @@ static int build_pieces(const kp__batch_t *b, const piece_t *plan, int n, kp__ba
     size_t len = 0;
     const uint8_t *data = kp_record_batch_data(&b->rb, &len);
     kp_record_batch_reader_t rd;
-    int rc = kp_record_batch_reader_open(&rd, data, len, (size_t)b->block_size);
+    int rc = kp_record_batch_reader_open(&rd, data, len, b->rb.len);
     if (rc != 0) {
         free(pieces);
         return rc;
@@ -185,9 +185,6 @@ int kp__sender_split(kp_producer_t *p, kp__batch_t *b, int64_t now)
     if (b->is_retry)
         b->part->retrying--;
     kp_record_batch_release(&b->rb);
-    if (b->heap)
-        free(b);
-    else
-        kp_buffer_pool_deallocate(p->pool, b, b->block_size);
+    kp__batch_free(b, p->pool);
     return 0;
 }

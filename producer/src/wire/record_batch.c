@@ -8,6 +8,8 @@
 
 #include "wire/crc32c.h"
 #include "wire/gzip.h"
+#include "wire/lz4.h"
+#include "wire/zstd.h"
 
 /* Header field offsets (see record_batch.h). */
 enum {
@@ -127,8 +129,25 @@ int kp_record_batch_init(kp_record_batch_t *b, uint8_t *buf, size_t cap, int64_t
     b->buf = buf;
     b->cap = cap;
     b->len = KP_RECORD_BATCH_HEADER_SIZE;
+    b->head_len = KP_RECORD_BATCH_HEADER_SIZE;
     b->base_timestamp = base_timestamp;
     b->max_timestamp = base_timestamp;
+    return 0;
+}
+
+int kp_record_batch_chain(kp_record_batch_t *b, kp_record_segment_t *seg, uint8_t *data, size_t cap)
+{
+    if (b->closed || seg == NULL || data == NULL)
+        return KP_EINVAL;
+    seg->next = NULL;
+    seg->data = data;
+    seg->len = 0;
+    seg->cap = cap;
+    if (b->more_tail)
+        b->more_tail->next = seg;
+    else
+        b->more_head = seg;
+    b->more_tail = seg;
     return 0;
 }
 
@@ -145,9 +164,11 @@ int kp_record_batch_try_append(kp_record_batch_t *b, int64_t timestamp, const vo
     if (body == 0)
         return KP_EINVAL;
     size_t total = kp_varint_size((int32_t)body) + body;
-    if (total > b->cap - b->len || b->count == INT32_MAX)
+    kp_record_segment_t *seg = b->more_tail;
+    size_t used = seg ? seg->len : b->head_len, cap = seg ? seg->cap : b->cap;
+    if (used > cap || total > cap - used || b->count == INT32_MAX)
         return KP_ENOSPACE;
-    uint8_t *p = b->buf + b->len;
+    uint8_t *p = (seg ? seg->data : b->buf) + used;
     p = put_varint(p, (int32_t)body);
     *p++ = 0; /* record attributes: unused */
     p = put_varlong(p, ts_delta);
@@ -159,6 +180,10 @@ int kp_record_batch_try_append(kp_record_batch_t *b, int64_t timestamp, const vo
         p = put_field(p, headers[i].key, headers[i].key_len);
         p = put_field(p, headers[i].value, headers[i].value_len);
     }
+    if (seg)
+        seg->len += total;
+    else
+        b->head_len += total;
     b->len += total;
     b->count++;
     if (timestamp > b->max_timestamp)
@@ -166,9 +191,36 @@ int kp_record_batch_try_append(kp_record_batch_t *b, int64_t timestamp, const vo
     return 0;
 }
 
-size_t kp_record_batch_compressed_bound(const kp_record_batch_t *b)
+size_t kp_record_batch_compressed_bound(const kp_record_batch_t *b, kp_compression_t type)
 {
-    return KP_RECORD_BATCH_HEADER_SIZE + kp_gzip_bound(b->len - KP_RECORD_BATCH_HEADER_SIZE);
+    size_t in = b->len - KP_RECORD_BATCH_HEADER_SIZE;
+    switch (type) {
+    case KP_COMPRESSION_GZIP:
+        return KP_RECORD_BATCH_HEADER_SIZE + kp_gzip_bound(in);
+    case KP_COMPRESSION_LZ4:
+        return KP_RECORD_BATCH_HEADER_SIZE + kp_lz4_bound(in);
+    case KP_COMPRESSION_ZSTD:
+        return KP_RECORD_BATCH_HEADER_SIZE + kp_zstd_bound(in);
+    default:
+        return 0;
+    }
+}
+
+/* Compresses in[0..in_len) with codec c into out[0..cap). */
+static int codec_compress(const kp_batch_compression_t *c, const uint8_t *in, size_t in_len,
+                          uint8_t *out, size_t cap, size_t *out_len)
+{
+    switch (c->type) {
+    case KP_COMPRESSION_GZIP:
+        return kp_gzip_compress(in, in_len, out, cap, c->level, out_len);
+    case KP_COMPRESSION_LZ4:
+        return kp_lz4_compress(in, in_len, out, cap, out_len);
+    case KP_COMPRESSION_ZSTD:
+        return kp_zstd_compress(in, in_len, out, cap,
+                                c->level < 0 ? KP_ZSTD_LEVEL_DEFAULT : c->level, out_len);
+    default:
+        return KP_EINVAL;
+    }
 }
 
 static void stamp_crc(uint8_t *out, size_t out_len)
@@ -177,10 +229,12 @@ static void stamp_crc(uint8_t *out, size_t out_len)
     put_be32(out + OFF_CRC, crc);
 }
 
-/* Compresses the records section into the output buffer; sets b->out, b->out_len. */
-static int compress_records(kp_record_batch_t *b, const kp_batch_compression_t *c)
+/* Compresses the records section (records[0..len - 61)) into the output buffer; sets b->out,
+ * b->out_len. */
+static int compress_records(kp_record_batch_t *b, const kp_batch_compression_t *c,
+                            const uint8_t *records)
 {
-    size_t bound = kp_record_batch_compressed_bound(b);
+    size_t bound = kp_record_batch_compressed_bound(b, c->type);
     uint8_t *out = c->out;
     size_t cap = c->out_cap;
     if (out == NULL) {
@@ -192,9 +246,9 @@ static int compress_records(kp_record_batch_t *b, const kp_batch_compression_t *
         return KP_ENOSPACE;
     }
     size_t clen;
-    int rc = kp_gzip_compress(
-        b->buf + KP_RECORD_BATCH_HEADER_SIZE, b->len - KP_RECORD_BATCH_HEADER_SIZE,
-        out + KP_RECORD_BATCH_HEADER_SIZE, cap - KP_RECORD_BATCH_HEADER_SIZE, c->level, &clen);
+    int rc =
+        codec_compress(c, records, b->len - KP_RECORD_BATCH_HEADER_SIZE,
+                       out + KP_RECORD_BATCH_HEADER_SIZE, cap - KP_RECORD_BATCH_HEADER_SIZE, &clen);
     if (rc != 0) {
         if (out != c->out)
             free(out);
@@ -207,21 +261,43 @@ static int compress_records(kp_record_batch_t *b, const kp_batch_compression_t *
     return 0;
 }
 
+/* A chained batch as one heap buffer (header space + every segment's records), or NULL. */
+static uint8_t *linearize(const kp_record_batch_t *b)
+{
+    uint8_t *lin = malloc(b->len);
+    if (lin == NULL)
+        return NULL;
+    memcpy(lin, b->buf, b->head_len);
+    size_t at = b->head_len;
+    for (const kp_record_segment_t *s = b->more_head; s; s = s->next) {
+        memcpy(lin + at, s->data, s->len);
+        at += s->len;
+    }
+    return lin;
+}
+
 int kp_record_batch_close(kp_record_batch_t *b, int64_t producer_id, int16_t producer_epoch,
                           int32_t base_sequence, const kp_batch_compression_t *compression)
 {
     kp_compression_t type = compression ? compression->type : KP_COMPRESSION_NONE;
     if (b->closed || b->count == 0 || b->buf == NULL)
         return KP_EINVAL;
+    if (type != KP_COMPRESSION_NONE && type != KP_COMPRESSION_GZIP && type != KP_COMPRESSION_LZ4 &&
+        type != KP_COMPRESSION_ZSTD)
+        return KP_EINVAL;
+    uint8_t *lin = NULL;
+    if (b->more_head && (lin = linearize(b)) == NULL)
+        return KP_ENOMEM;
     if (type == KP_COMPRESSION_NONE) {
-        b->out = b->buf;
+        b->out = lin ? lin : b->buf;
         b->out_len = b->len;
-    } else if (type == KP_COMPRESSION_GZIP) {
-        int rc = compress_records(b, compression);
+        b->owned_out = lin;
+    } else {
+        const uint8_t *records = (lin ? lin : b->buf) + KP_RECORD_BATCH_HEADER_SIZE;
+        int rc = compress_records(b, compression, records);
+        free(lin);
         if (rc != 0)
             return rc;
-    } else {
-        return KP_EINVAL;
     }
     if (b->out_len - 12 > INT32_MAX) {
         kp_record_batch_release(b);

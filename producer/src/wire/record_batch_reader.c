@@ -9,6 +9,8 @@
 
 #include "wire/crc32c.h"
 #include "wire/gzip.h"
+#include "wire/lz4.h"
+#include "wire/zstd.h"
 
 static int header_parse(kp_record_batch_reader_t *rd, const uint8_t *data, size_t len)
 {
@@ -59,9 +61,16 @@ int kp_record_batch_reader_open(kp_record_batch_reader_t *rd, const uint8_t *dat
     case KP_COMPRESSION_NONE:
         kp_reader_init(&rd->records, records, records_len);
         return 0;
-    case KP_COMPRESSION_GZIP: {
+    case KP_COMPRESSION_GZIP:
+    case KP_COMPRESSION_LZ4:
+    case KP_COMPRESSION_ZSTD: {
         size_t out_len;
-        rc = kp_gzip_decompress(records, records_len, max_inflated, &rd->inflated, &out_len);
+        int codec = rd->attributes & 7;
+        rc = codec == KP_COMPRESSION_GZIP
+                 ? kp_gzip_decompress(records, records_len, max_inflated, &rd->inflated, &out_len)
+             : codec == KP_COMPRESSION_LZ4
+                 ? kp_lz4_decompress(records, records_len, max_inflated, &rd->inflated, &out_len)
+                 : kp_zstd_decompress(records, records_len, max_inflated, &rd->inflated, &out_len);
         if (rc != 0)
             return rc;
         kp_reader_init(&rd->records, rd->inflated, out_len);

@@ -10,6 +10,10 @@ find_package(ZLIB REQUIRED)
 
 sw_add_unit_test(test_buffer_pool SOURCES unit/test_buffer_pool.c LIBS kproducer_internal)
 sw_add_unit_test(test_producer_conf SOURCES unit/test_producer_conf.c LIBS kproducer_internal)
+# The sender against the scripted broker test double (tests/support/scripted_broker.h): no
+# real broker, a few seconds, every preset.
+sw_add_unit_test(test_producer_sender SOURCES unit/test_producer_sender.c
+                 support/scripted_broker.c LIBS kproducer_internal TIMEOUT 120)
 if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_accumulator.c)
   sw_add_unit_test(test_accumulator SOURCES unit/test_accumulator.c LIBS kproducer_internal)
 endif()

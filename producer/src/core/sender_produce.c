@@ -118,6 +118,10 @@ static void handle_batch(kp_producer_t *p, kp__batch_t *b,
      * OUT_OF_ORDER_SEQUENCE_NUMBER: it is retried after the earlier one, not failed. */
     if (code == KP_KAFKA_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER && b->part->retrying > 0)
         cls = KP_KAFKA_ERROR_RETRIABLE;
+    /* The same when an earlier batch was failed and left a gap in the sequence: a new
+     * producer id is on its way (need_pid), under which this batch is renumbered. */
+    if (code == KP_KAFKA_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER && p->need_pid)
+        cls = KP_KAFKA_ERROR_RETRIABLE;
     switch (cls) {
     case KP_KAFKA_ERROR_SUCCESS:
         kp__sender_complete(p, b, 0, pr->base_offset);
@@ -140,15 +144,50 @@ static void handle_batch(kp_producer_t *p, kp__batch_t *b,
     }
 }
 
-void kp__sender_handle_produce(kp_producer_t *p, kp__request_t *r, kp_reader_t *body, int64_t now)
+/* Whether a decoded response is one a broker could have sent for request r: exactly one
+ * answer per batch it carried (no partition missing, none repeated, none it did not ask
+ * about), only error codes Kafka defines, an offset on every success, no negative throttle
+ * and no bytes left over. Kafka responses carry no checksum; this is the structural part of
+ * what a damaged response can be told by. */
+static bool response_valid(const kp_producer_t *p, const kp__request_t *r,
+                           const kp_produce_response_t *resp, size_t left_over)
+{
+    size_t answers = 0;
+    for (size_t t = 0; t < resp->n_topics; t++) {
+        if (!resp->topics[t].topic)
+            return false;
+        answers += resp->topics[t].n_partitions;
+    }
+    if (left_over != 0 || answers != (size_t)r->n_batches || resp->throttle_time_ms < 0)
+        return false;
+    for (int i = 0; i < r->n_batches; i++) {
+        const kp_produce_partition_response_t *pr = find_response(resp, r->batches[i]);
+        if (!pr || !kp_kafka_error_known(pr->error_code))
+            return false;
+        if (pr->error_code == KP_KAFKA_ERR_NONE && p->conf.acks != 0 && pr->base_offset < 0)
+            return false;
+    }
+    return true;
+}
+
+int kp__sender_handle_produce(kp_producer_t *p, kp__conn_t *c, kp__request_t *r, kp_reader_t *body,
+                              int64_t now)
 {
     kp_produce_response_t resp;
     memset(&resp, 0, sizeof(resp));
-    if (kp_produce_response_read(body, r->version, &resp) != 0) {
+    /* Like the Java client's NetworkClient: a response that cannot be decoded or does not
+     * answer its request closes the connection, and the request (with every other one in
+     * flight on it) is handled as disconnected. No record is completed from it. */
+    if (kp_produce_response_read(body, r->version, &resp) != 0 ||
+        !response_valid(p, r, &resp, kp_reader_remaining(body))) {
         kp_produce_response_free(&resp);
         kp__sender_produce_failed(p, r, now);
-        return;
+        return -1;
     }
+    /* KIP-219: the broker answers at once and expects the client to send nothing more on
+     * this connection until the throttle time is over. */
+    if (resp.throttle_time_ms > 0)
+        c->throttle_until_ms = now + resp.throttle_time_ms;
     p->produce_in_flight--;
     atomic_fetch_sub_explicit(&p->st_in_flight, 1, memory_order_relaxed);
     for (int i = 0; i < r->n_batches; i++) {
@@ -158,6 +197,7 @@ void kp__sender_handle_produce(kp_producer_t *p, kp__request_t *r, kp_reader_t *
     }
     r->n_batches = 0;
     kp_produce_response_free(&resp);
+    return 0;
 }
 
 /* ---- drain and send ---- */
@@ -166,6 +206,7 @@ struct drain_ctx {
     kp_producer_t *p;
     int64_t now;
     bool stopped;
+    int64_t throttled; /* ms until the earliest throttled leader may be sent to, or INT64_MAX */
 };
 
 /* Accumulator callback: takes the batch for its leader's request when the leader's
@@ -187,6 +228,11 @@ static bool take_batch(void *arg, kp__partition_t *part, kp__batch_t *b, int32_t
     }
     if (c->in_flight.count >= p->conf.max_in_flight)
         return false;
+    if (c->throttle_until_ms > ctx->now) {
+        if (c->throttle_until_ms - ctx->now < ctx->throttled)
+            ctx->throttled = c->throttle_until_ms - ctx->now;
+        return false;
+    }
     int idx = 0;
     while (p->conns[idx] != c)
         idx++;
@@ -329,9 +375,11 @@ int64_t kp__sender_send_produce(kp_producer_t *p, int64_t now)
 {
     if (p->idempotent && p->need_pid)
         return 50; /* nothing may go out before the producer id is known */
-    struct drain_ctx ctx = {p, now, false};
+    struct drain_ctx ctx = {p, now, false, INT64_MAX};
     bool unknown_leader = false;
     int64_t next = kp__accumulator_drain(&p->acc, now, take_batch, &ctx, &unknown_leader);
+    if (ctx.throttled < next)
+        next = ctx.throttled;
     if (unknown_leader)
         kp__metadata_request_update(&p->md);
     for (int i = 0; i < p->n_conns; i++)
@@ -356,6 +404,6 @@ static void expired_done(void *arg, kp__batch_t *b)
 void kp__sender_expire(kp_producer_t *p, int64_t now, bool all, int error)
 {
     (void)error;
-    struct drain_ctx ctx = {p, now, all};
+    struct drain_ctx ctx = {p, now, all, INT64_MAX};
     kp__accumulator_expire(&p->acc, expired_cb, expired_done, &ctx);
 }

@@ -24,7 +24,12 @@ file(GLOB producer_integration CONFIGURE_DEPENDS
      ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_producer_*.c)
 foreach(src ${producer_integration})
   get_filename_component(name ${src} NAME_WE)
-  sw_add_unit_test(${name} SOURCES ${src} LIBS kproducer_internal LABELS kafka TIMEOUT 900)
+  set(support "")
+  if(name STREQUAL "test_producer_faults")
+    set(support ${CMAKE_CURRENT_SOURCE_DIR}/support/fault_proxy.c)
+  endif()
+  sw_add_unit_test(${name} SOURCES ${src} ${support} LIBS kproducer_internal LABELS kafka
+                   TIMEOUT 900)
   if(COMMAND sw_kafka_test)
     sw_kafka_test(${name})
   endif()

@@ -185,9 +185,13 @@ int kp__sender_handle_produce(kp_producer_t *p, kp__conn_t *c, kp__request_t *r,
         return -1;
     }
     /* KIP-219: the broker answers at once and expects the client to send nothing more on
-     * this connection until the throttle time is over. */
+     * this connection until the throttle time is over. Honoured up to request.timeout.ms
+     * (what a request sent to a muted connection would wait at most anyway), so that one
+     * damaged value cannot stall a connection for days. */
     if (resp.throttle_time_ms > 0)
-        c->throttle_until_ms = now + resp.throttle_time_ms;
+        c->throttle_until_ms =
+            now + (resp.throttle_time_ms < p->conf.request_timeout_ms ? resp.throttle_time_ms
+                                                                      : p->conf.request_timeout_ms);
     p->produce_in_flight--;
     atomic_fetch_sub_explicit(&p->st_in_flight, 1, memory_order_relaxed);
     for (int i = 0; i < r->n_batches; i++) {

@@ -25,7 +25,8 @@
 typedef struct held {
     uint8_t *buf;
     size_t len;
-    int request; /* index in requests, or -1 (not a Produce response) */
+    int request;    /* index in requests, or -1 (not a Produce response) */
+    int64_t due_ms; /* written once due (INT64_MAX: until released) */
 } held_t;
 
 typedef struct conn {
@@ -79,15 +80,31 @@ static void write_all(int fd, const uint8_t *p, size_t n)
     }
 }
 
+/* Writes the held responses that are due, in order. */
+static void flush_due(sb_broker_t *sb, conn_t *c, int64_t now)
+{
+    int k = 0;
+    while (k < c->n_held && c->held[k].due_ms <= now) {
+        write_all(c->fd, c->held[k].buf, c->held[k].len);
+        if (c->held[k].request >= 0)
+            sb->requests[c->held[k].request].answered_ms = mono_ms();
+        free(c->held[k].buf);
+        k++;
+    }
+    memmove(c->held, c->held + k, sizeof(c->held[0]) * (size_t)(c->n_held - k));
+    c->n_held -= k;
+}
+
 /* Frames w's body (written after 4 reserved bytes) and queues or writes it. */
-static void respond(sb_broker_t *sb, conn_t *c, kp_writer_t *w, int request)
+static void respond(sb_broker_t *sb, conn_t *c, kp_writer_t *w, int request, int32_t delay_ms)
 {
     kp_write_i32_at(w, 0, (int32_t)(w->len - 4));
     size_t len = 0;
     uint8_t *buf = kp_writer_detach(w, &len);
-    if (c->holding || c->n_held > 0) {
+    if (c->holding || c->n_held > 0 || delay_ms > 0) {
         if (c->n_held < 64) {
-            c->held[c->n_held++] = (held_t){buf, len, request};
+            int64_t due = c->holding ? INT64_MAX : mono_ms() + delay_ms;
+            c->held[c->n_held++] = (held_t){buf, len, request, due};
             return;
         }
     }
@@ -99,14 +116,11 @@ static void respond(sb_broker_t *sb, conn_t *c, kp_writer_t *w, int request)
 
 static void release(sb_broker_t *sb, conn_t *c)
 {
-    for (int i = 0; i < c->n_held; i++) {
-        write_all(c->fd, c->held[i].buf, c->held[i].len);
-        if (c->held[i].request >= 0)
-            sb->requests[c->held[i].request].answered_ms = mono_ms();
-        free(c->held[i].buf);
-    }
-    c->n_held = 0;
+    for (int i = 0; i < c->n_held; i++)
+        if (c->held[i].due_ms == INT64_MAX)
+            c->held[i].due_ms = 0;
     c->holding = false;
+    flush_due(sb, c, mono_ms());
 }
 
 static void begin(kp_writer_t *w, int32_t corr)
@@ -135,7 +149,7 @@ static void on_api_versions(sb_broker_t *sb, conn_t *c, int16_t version, int32_t
         kp_write_i32(&w, 0);
     if (flex)
         kp_write_tagged_fields_empty(&w);
-    respond(sb, c, &w, -1);
+    respond(sb, c, &w, -1, 0);
 }
 
 static void on_metadata(sb_broker_t *sb, conn_t *c, kp_reader_t *r, int32_t corr)
@@ -169,7 +183,7 @@ static void on_metadata(sb_broker_t *sb, conn_t *c, kp_reader_t *r, int32_t corr
         }
         free(name);
     }
-    respond(sb, c, &w, -1);
+    respond(sb, c, &w, -1, 0);
 }
 
 static void on_init_pid(sb_broker_t *sb, conn_t *c, int32_t corr)
@@ -181,7 +195,7 @@ static void on_init_pid(sb_broker_t *sb, conn_t *c, int32_t corr)
     kp_write_i16(&w, 0);
     kp_write_i64(&w, sb->next_pid++);
     kp_write_i16(&w, 0);
-    respond(sb, c, &w, -1);
+    respond(sb, c, &w, -1, 0);
 }
 
 /* Reads one partition's records into b; returns false when they do not decode. */
@@ -275,7 +289,7 @@ static void write_produce_response(sb_broker_t *sb, conn_t *c, sb_request_t *q, 
     kp_write_i32(&w, q->throttle_ms);
     if (q->damage == SB_DAMAGE_TRUNCATED)
         w.len -= 6;
-    respond(sb, c, &w, q->index);
+    respond(sb, c, &w, q->index, q->delay_ms);
 }
 
 /* Returns false when the connection is to be closed. */
@@ -420,11 +434,13 @@ static void *run(void *arg)
         pf[1] = (struct pollfd){.fd = sb->listen_fd, .events = POLLIN};
         for (int i = 0; i < n; i++)
             pf[2 + i] = (struct pollfd){.fd = conns[i].fd, .events = POLLIN};
-        if (poll(pf, (nfds_t)(2 + n), 1000) < 0 && errno != EINTR)
+        if (poll(pf, (nfds_t)(2 + n), 2) < 0 && errno != EINTR)
             break;
         if (pf[0].revents)
             break;
         sb_lock(sb);
+        for (int i = 0; i < n; i++)
+            flush_due(sb, &conns[i], mono_ms());
         for (int i = 0; i < n; i++) {
             if (pf[2 + i].revents && !conn_read(sb, &conns[i]))
                 conn_close(&conns[i]);

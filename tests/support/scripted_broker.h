@@ -69,6 +69,7 @@ typedef struct sb_request {
     sb_batch_t batches[SB_MAX_PARTITIONS];
     /* script: */
     int32_t throttle_ms;
+    int32_t delay_ms; /* answer this much later (later responses wait behind it) */
     int action;
     int damage;
 } sb_request_t;

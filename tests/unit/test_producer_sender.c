@@ -365,6 +365,48 @@ Test(sender, disconnect_with_five_in_flight_resends_all_without_duplicates)
     finish(p, sb, n);
 }
 
+/* ---- retries go first ---- */
+
+static void retry_fails_slowly(void *arg, sb_broker_t *sb, sb_request_t *q)
+{
+    (void)arg;
+    (void)sb;
+    if (q->index == 0)
+        q->batches[0].inject = 7;
+    if (q->index == 1) { /* the retry: fails again, answered 300 ms later */
+        q->batches[0].inject = 7;
+        q->delay_ms = 300;
+    }
+}
+
+/* A batch appended behind a retry is not sent while the retry is in flight: had it been, the
+ * broker would answer it OUT_OF_ORDER_SEQUENCE_NUMBER when the retry fails again. */
+Test(sender, new_batch_waits_while_a_retry_is_in_flight)
+{
+    sb_broker_t *sb = sb_start(TOPIC, 1, retry_fails_slowly, NULL);
+    kp_producer_t *p =
+        producer(sb, (const char *[]){"linger.ms", "50", "batch.size", "16384", "retry.backoff.ms",
+                                      "200", "retry.backoff.max.ms", "400", NULL});
+    send_ids(p, 0, 0, 5);
+    wait_requests(sb, 1);
+    send_ids(p, 0, 5, 10); /* behind the retry, within its 200 ms backoff */
+    cr_assert_eq(kp_flush(p, 20000), 0);
+    sb_lock(sb);
+    cr_expect_eq(count_errors(sb, 45), 0, "%d OUT_OF_ORDER_SEQUENCE_NUMBER answers",
+                 count_errors(sb, 45));
+    int a = request_with(sb, 5, 0);
+    cr_assert(a > 0);
+    int64_t last_retry_answer = -1;
+    for (int k = 0; k < a; k++)
+        if (sb->requests[k].batches[0].ids[0] == 0)
+            last_retry_answer = sb->requests[k].answered_ms;
+    cr_expect_geq(sb->requests[a].at_ms, last_retry_answer,
+                  "the later batch went out before the retry was answered");
+    sb_unlock(sb);
+    expect_all_ok(10);
+    finish(p, sb, 10);
+}
+
 /* ---- DUPLICATE_SEQUENCE_NUMBER ---- */
 
 static void disconnect_first(void *arg, sb_broker_t *sb, sb_request_t *q)

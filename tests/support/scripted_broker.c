@@ -230,8 +230,10 @@ static void append(sb_broker_t *sb, sb_batch_t *b)
     pstate_t *s = &sb->pstates[k];
     if (b->producer_id >= 0) {
         if (s->pid != b->producer_id) {
+            /* Like Kafka's ProducerStateManager: a producer id the partition has no state
+             * for may start at any sequence. */
             s->pid = b->producer_id;
-            s->last_seq = -1;
+            s->last_seq = b->base_sequence - 1;
             s->n_cache = 0;
         }
         for (int i = 0; i < s->n_cache; i++) {

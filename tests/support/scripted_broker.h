@@ -8,7 +8,8 @@
  * producer: a batch whose base sequence follows the producer's last one is appended; one
  * equal to an earlier appended batch's is a duplicate (answered DUPLICATE_SEQUENCE_NUMBER
  * with the original offset); anything else is OUT_OF_ORDER_SEQUENCE_NUMBER. A batch without
- * a producer id is always appended.
+ * a producer id is always appended. As in Kafka, the first batch of a producer id the
+ * partition has no state for may carry any sequence.
  *
  * A script (a function the test gives) sees every Produce request when it arrives, before
  * anything is appended, and may inject an error per partition, set throttle_time_ms, hold

@@ -286,29 +286,33 @@ Test(sender, invalid_producer_epoch_fails_the_batch_and_renews_the_id)
 
 /* ---- five in flight ---- */
 
-/* Holds requests 0..3, then: the script's `last` action on request 4. Request 0 gets
- * `first_error` (0: appended). */
+/* After request 0 (a first batch, acknowledged: until then only one batch of the partition
+ * may be in flight) holds requests 1..4, then: the script's `last` action on request 5.
+ * Request 1 gets `first_error` (0: appended). */
 static int last_action;
 static void five_in_flight(void *arg, sb_broker_t *sb, sb_request_t *q)
 {
     (void)arg;
     (void)sb;
-    if (q->index == 0 && first_error)
+    int i = q->index - 1;
+    if (i == 0 && first_error)
         q->batches[0].inject = first_error;
-    if (q->index < 4)
+    if (i >= 0 && i < 4)
         q->action = SB_HOLD;
-    else if (q->index == 4)
+    else if (i == 4)
         q->action = last_action;
-    else if (q->index == 9 && first_error)
+    else if (i == 9 && first_error)
         q->batches[0].inject = 7; /* the last retry fails once more */
 }
 
-/* Five single-batch requests of one partition before any answer: records in five rounds,
- * each a full batch (batch.size 200 B holds about 15 of these records). */
+/* One acknowledged record, then five single-batch requests of one partition before any
+ * answer: records in five rounds, each a full batch (batch.size 200 B holds few of them). */
 static long send_five_batches(kp_producer_t *p, sb_broker_t *sb)
 {
-    long id = 0;
-    for (int r = 0; r < 5; r++) {
+    send_ids(p, 0, 0, 1);
+    cr_assert_eq(kp_flush(p, 20000), 0);
+    long id = 1;
+    for (int r = 1; r < 6; r++) {
         send_ids(p, 0, id, id + 20);
         id += 20;
         wait_requests(sb, r + 1);
@@ -327,12 +331,12 @@ Test(sender, out_of_order_behind_a_retry_is_retried_in_order)
     n += 5;
     cr_assert_eq(kp_flush(p, 20000), 0);
     sb_lock(sb);
-    /* Requests 1..3 (and 4) were behind the failed one: out of order, and only they. */
+    /* Requests 2..5 were behind the failed one: out of order, and only they. */
     int ooo = count_errors(sb, 45);
     cr_expect_eq(ooo, 4, "%d OUT_OF_ORDER_SEQUENCE_NUMBER answers, expected the 4 held ones", ooo);
     /* Resent in sequence order, each with its first sequence. */
     int32_t last_seq = -1;
-    for (int a = 5; a < sb->n_requests; a++) {
+    for (int a = 6; a < sb->n_requests; a++) {
         sb_batch_t *b = &sb->requests[a].batches[0];
         cr_expect_geq(b->base_sequence, last_seq, "request %d: sequence %d after %d", a,
                       b->base_sequence, last_seq);
@@ -357,8 +361,8 @@ Test(sender, disconnect_with_five_in_flight_resends_all_without_duplicates)
     /* The five were appended before the connection dropped: each resend is a duplicate. */
     int dup = count_errors(sb, 46);
     cr_expect_eq(dup, 5, "%d DUPLICATE_SEQUENCE_NUMBER answers, expected 5", dup);
-    for (int a = 0; a < 5; a++)
-        cr_expect(request_with(sb, sb->requests[a].batches[0].ids[0], 4) > 0,
+    for (int a = 1; a < 6; a++)
+        cr_expect(request_with(sb, sb->requests[a].batches[0].ids[0], 5) > 0,
                   "request %d was not resent", a);
     sb_unlock(sb);
     expect_all_ok(n);
@@ -460,40 +464,75 @@ Test(sender, throttle_time_is_honoured)
 
 /* ---- MESSAGE_TOO_LARGE ---- */
 
+static int too_large_at; /* the request answered MESSAGE_TOO_LARGE */
 static void too_large_once(void *arg, sb_broker_t *sb, sb_request_t *q)
 {
     (void)arg;
     (void)sb;
-    if (q->index == 0 && q->batches[0].count > 1)
+    if (q->index == too_large_at && q->batches[0].count > 1)
         q->batches[0].inject = 10;
-    if (q->index == 0)
-        q->action = SB_HOLD;
-    if (q->index == 1)
+    if (too_large_at == 0 && q->index == 0)
+        q->delay_ms = 300; /* time for the batches behind it to go out, if they may */
+    if (too_large_at > 0 && q->index == too_large_at)
+        q->action = SB_HOLD; /* until the batch behind it arrives */
+    if (too_large_at > 0 && q->index == too_large_at + 1)
         q->action = SB_RELEASE;
 }
 
-Test(sender, message_too_large_splits_in_order_with_a_request_in_flight)
+/* The first batch of a producer id is split: nothing else of the partition was in flight
+ * (one batch until the first is acknowledged), so the pieces keep its producer id and
+ * sequences, and the records behind them follow in order. */
+Test(sender, message_too_large_on_a_first_batch_keeps_its_sequences)
 {
+    too_large_at = 0;
     sb_broker_t *sb = sb_start(TOPIC, 1, too_large_once, NULL);
     kp_producer_t *p = producer(sb, (const char *[]){"linger.ms", "1000", NULL});
     send_ids(p, 0, 0, 20);
     wait_requests(sb, 1);
     send_ids(p, 0, 20, 40);
-    wait_requests(sb, 2);
     cr_assert_eq(kp_flush(p, 20000), 0);
     sb_lock(sb);
     sb_batch_t big = sb->requests[0].batches[0];
     cr_assert_gt(big.count, 1);
-    cr_expect_eq(sb->requests[0].batches[0].error, 10);
-    cr_expect_eq(sb->requests[1].batches[0].error, 45, "the batch behind: %d",
-                 sb->requests[1].batches[0].error);
-    /* The pieces: smaller batches that together hold the big one's records, in order. */
-    int a = request_with(sb, big.ids[0], 1);
-    cr_assert(a > 1, "the split batch was not sent again");
+    cr_expect_eq(big.error, 10);
+    cr_expect_eq(count_errors(sb, 45), 0, "%d OUT_OF_ORDER answers", count_errors(sb, 45));
+    cr_expect_eq(sb->n_init_pid, 1, "the producer id was renewed");
+    int a = request_with(sb, big.ids[0], 0);
+    cr_assert(a > 0, "the split batch was not sent again");
     cr_expect_lt(sb->requests[a].batches[0].count, big.count);
+    cr_expect_eq(sb->requests[a].batches[0].producer_id, big.producer_id);
+    cr_expect_eq(sb->requests[a].batches[0].base_sequence, big.base_sequence);
     sb_unlock(sb);
     expect_all_ok(40);
     finish(p, sb, 40); /* order and exactly-once in the log checked there */
+}
+
+/* A later batch is split while the batch behind it is in flight: the broker answers that
+ * one OUT_OF_ORDER_SEQUENCE_NUMBER; the pieces go first and the order holds. */
+Test(sender, message_too_large_with_a_request_in_flight_keeps_order)
+{
+    too_large_at = 1;
+    sb_broker_t *sb = sb_start(TOPIC, 1, too_large_once, NULL);
+    kp_producer_t *p = producer(sb, (const char *[]){"linger.ms", "1000", NULL});
+    send_ids(p, 0, 0, 1);
+    cr_assert_eq(kp_flush(p, 20000), 0);
+    send_ids(p, 0, 1, 21);
+    wait_requests(sb, 2);
+    send_ids(p, 0, 21, 41);
+    wait_requests(sb, 3);
+    cr_assert_eq(kp_flush(p, 20000), 0);
+    sb_lock(sb);
+    sb_batch_t big = sb->requests[1].batches[0];
+    cr_assert_gt(big.count, 1);
+    cr_expect_eq(big.error, 10);
+    cr_expect_eq(sb->requests[2].batches[0].error, 45, "the batch behind: %d",
+                 sb->requests[2].batches[0].error);
+    int a = request_with(sb, big.ids[0], 2);
+    cr_assert(a > 2, "the split batch was not sent again");
+    cr_expect_lt(sb->requests[a].batches[0].count, big.count);
+    sb_unlock(sb);
+    expect_all_ok(41);
+    finish(p, sb, 41); /* order and exactly-once in the log checked there */
 }
 
 /* ---- partial failure ---- */

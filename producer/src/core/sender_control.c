@@ -179,8 +179,10 @@ static int handle_init_pid(kp_producer_t *p, kp_reader_t *body, int16_t version)
     pthread_mutex_lock(&p->acc.lock);
     for (int i = 0; i < p->acc.n_topics; i++) {
         kp__topic_acc_t *t = p->acc.topics[i];
-        for (int32_t k = 0; k < t->n_partitions; k++)
+        for (int32_t k = 0; k < t->n_partitions; k++) {
             t->parts[k]->next_sequence = 0;
+            t->parts[k]->acked_under_pid = false;
+        }
     }
     pthread_mutex_unlock(&p->acc.lock);
     return 0;

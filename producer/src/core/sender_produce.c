@@ -18,6 +18,8 @@ void kp__sender_complete(kp_producer_t *p, kp__batch_t *b, int error, int64_t ba
     int32_t n = b->rb.count;
     if (b->is_retry)
         b->part->retrying--;
+    if (error == 0 && b->producer_id == p->producer_id)
+        b->part->acked_under_pid = true;
     kp__batch_complete(b, error, b->part->id, base_offset);
     atomic_fetch_add_explicit(error ? &p->st_failed : &p->st_acked, (unsigned long long)n,
                               memory_order_relaxed);
@@ -219,7 +221,12 @@ static bool take_batch(void *arg, kp__partition_t *part, kp__batch_t *b, int32_t
 {
     struct drain_ctx *ctx = arg;
     kp_producer_t *p = ctx->p;
-    if (b->attempts == 0 && p->idempotent && part->in_flight >= 5)
+    /* Idempotence: at most 5 batches of a partition in flight (the broker checks the last 5),
+     * and only 1 until a batch of the current producer id was acknowledged. A broker accepts
+     * any sequence from a producer id it has no state for: were a second batch in flight
+     * when the first is rejected (MESSAGE_TOO_LARGE, to be split), the broker would append
+     * the second, and the first's records could only follow it under a new producer id. */
+    if (b->attempts == 0 && p->idempotent && part->in_flight >= (part->acked_under_pid ? 5 : 1))
         return false;
     if (b->attempts == 0 && part->retrying > 0)
         return false; /* order: retries of this partition go first */

@@ -172,9 +172,12 @@ static void on_metadata(sb_broker_t *sb, conn_t *c, kp_reader_t *r, int32_t corr
         kp_write_string(&w, name ? name : "", name ? strlen(name) : 0);
         kp_write_bool(&w, false);
         kp_write_array_len(&w, ours ? sb->n_partitions : 0);
+        bool damage = ours && sb->damage_metadata > 0;
+        if (damage)
+            sb->damage_metadata--;
         for (int32_t k = 0; ours && k < sb->n_partitions; k++) {
             kp_write_i16(&w, 0);
-            kp_write_i32(&w, k);
+            kp_write_i32(&w, damage && k == sb->n_partitions - 1 ? 1000 * sb->n_partitions : k);
             kp_write_i32(&w, 0);
             kp_write_array_len(&w, 1);
             kp_write_i32(&w, 0);

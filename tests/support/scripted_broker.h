@@ -99,6 +99,8 @@ struct sb_broker {
     int n_init_pid;            /* InitProducerId requests */
     int64_t next_pid;          /* handed out by InitProducerId */
     int n_closed_by_client;    /* connections the client closed */
+    int damage_metadata;       /* test: the next this many Metadata responses number the last
+                                  partition 1000 * n_partitions */
     struct sb_pstate *pstates; /* per partition: the sequence state of the last producer id */
 };
 

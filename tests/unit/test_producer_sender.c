@@ -616,6 +616,28 @@ Test(sender, response_with_an_unknown_error_code_closes_the_connection)
     damaged_closes_connection(SB_DAMAGE_UNKNOWN_ERROR);
 }
 
+/* A Metadata response that numbers a partition 3000 of 3 is refused (the connection is
+ * closed) instead of growing the topic to 3001 partitions for good, in which partition 2 had
+ * no leader and never sent again: the root of the wedge seen with corrupted responses. */
+Test(sender, metadata_with_an_impossible_partition_is_refused)
+{
+    sb_broker_t *sb = sb_start(TOPIC, 3, NULL, NULL);
+    sb_lock(sb);
+    sb->damage_metadata = 1;
+    sb_unlock(sb);
+    kp_producer_t *p = producer(sb, NULL);
+    send_ids(p, 0, 0, 3);
+    send_ids(p, 1, 3, 6);
+    send_ids(p, 2, 6, 9);
+    cr_assert_eq(kp_flush(p, 20000), 0);
+    sb_lock(sb);
+    cr_expect_geq(sb->n_closed_by_client, 1, "the producer kept the connection");
+    cr_expect_eq(sb->log_len[2], 3, "partition 2 got %lld records", (long long)sb->log_len[2]);
+    sb_unlock(sb);
+    expect_all_ok(9);
+    finish(p, sb, 9);
+}
+
 /* ---- acks=0 ---- */
 
 Test(sender, acks_0_completes_without_offsets)

@@ -143,14 +143,19 @@ static int handle_api_versions(kp_producer_t *p, kp__conn_t *c, kp_reader_t *bod
     return -1;
 }
 
-/* Returns -1 (close the connection) for a response that cannot be decoded. */
+/* Returns -1 (close the connection) for a response that cannot be decoded or is not a
+ * possible answer (kp__metadata_update refused it). */
 static int handle_metadata(kp_producer_t *p, kp_reader_t *body, int16_t version, int64_t now)
 {
     kp_metadata_response_t resp;
     memset(&resp, 0, sizeof(resp));
     p->metadata_in_flight = false;
     int rc = kp_metadata_response_read(body, version, &resp);
-    if (rc == 0 && kp__metadata_update(&p->md, &resp, now) == 0) {
+    if (rc == 0 && kp_reader_remaining(body) != 0)
+        rc = KP_EMALFORMED; /* bytes left over: not the response it claims to be */
+    if (rc == 0)
+        rc = kp__metadata_update(&p->md, &resp, now);
+    if (rc == 0) {
         /* Make sure a conn exists for every broker, so that leaders can be reached. */
         for (size_t i = 0; i < resp.n_brokers; i++)
             kp__sender_conn(p, resp.brokers[i].node_id);

@@ -231,8 +231,10 @@ static bool take_batch(void *arg, kp__partition_t *part, kp__batch_t *b, int32_t
     if (b->attempts == 0 && part->retrying > 0)
         return false; /* order: retries of this partition go first */
     kp__conn_t *c = kp__sender_conn(p, leader);
-    if (!c)
+    if (!c) {
+        kp__metadata_request_update(&p->md); /* a leader we have no address for */
         return false;
+    }
     if (c->state != KP__CONN_READY) {
         kp__sender_maybe_connect(p, c, ctx->now);
         return false;

@@ -375,40 +375,43 @@ static void retry_fails_slowly(void *arg, sb_broker_t *sb, sb_request_t *q)
 {
     (void)arg;
     (void)sb;
-    if (q->index == 0)
+    if (q->index == 1)
         q->batches[0].inject = 7;
-    if (q->index == 1) { /* the retry: fails again, answered 300 ms later */
+    if (q->index == 2) { /* the retry: fails again, answered 300 ms later */
         q->batches[0].inject = 7;
         q->delay_ms = 300;
     }
 }
 
 /* A batch appended behind a retry is not sent while the retry is in flight: had it been, the
- * broker would answer it OUT_OF_ORDER_SEQUENCE_NUMBER when the retry fails again. */
+ * broker would answer it OUT_OF_ORDER_SEQUENCE_NUMBER when the retry fails again. Record 0
+ * goes first and is acknowledged, so that the partition may have 5 batches in flight. */
 Test(sender, new_batch_waits_while_a_retry_is_in_flight)
 {
     sb_broker_t *sb = sb_start(TOPIC, 1, retry_fails_slowly, NULL);
     kp_producer_t *p =
         producer(sb, (const char *[]){"linger.ms", "50", "batch.size", "16384", "retry.backoff.ms",
                                       "200", "retry.backoff.max.ms", "400", NULL});
-    send_ids(p, 0, 0, 5);
-    wait_requests(sb, 1);
-    send_ids(p, 0, 5, 10); /* behind the retry, within its 200 ms backoff */
+    send_ids(p, 0, 0, 1);
+    cr_assert_eq(kp_flush(p, 20000), 0);
+    send_ids(p, 0, 1, 6);
+    wait_requests(sb, 2);
+    send_ids(p, 0, 6, 11); /* behind the retry, within its 200 ms backoff */
     cr_assert_eq(kp_flush(p, 20000), 0);
     sb_lock(sb);
     cr_expect_eq(count_errors(sb, 45), 0, "%d OUT_OF_ORDER_SEQUENCE_NUMBER answers",
                  count_errors(sb, 45));
-    int a = request_with(sb, 5, 0);
-    cr_assert(a > 0);
+    int a = request_with(sb, 6, 1);
+    cr_assert(a > 1);
     int64_t last_retry_answer = -1;
     for (int k = 0; k < a; k++)
-        if (sb->requests[k].batches[0].ids[0] == 0)
+        if (sb->requests[k].batches[0].ids[0] == 1)
             last_retry_answer = sb->requests[k].answered_ms;
     cr_expect_geq(sb->requests[a].at_ms, last_retry_answer,
                   "the later batch went out before the retry was answered");
     sb_unlock(sb);
-    expect_all_ok(10);
-    finish(p, sb, 10);
+    expect_all_ok(11);
+    finish(p, sb, 11);
 }
 
 /* ---- DUPLICATE_SEQUENCE_NUMBER ---- */

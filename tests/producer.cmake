@@ -3,6 +3,10 @@
 # the producer benchmark against librdkafka.
 sw_add_unit_test(test_buffer_pool SOURCES unit/test_buffer_pool.c LIBS kproducer_internal)
 sw_add_unit_test(test_producer_conf SOURCES unit/test_producer_conf.c LIBS kproducer_internal)
+# The sender against the scripted broker test double (tests/support/scripted_broker.h): no
+# real broker, a few seconds, every preset.
+sw_add_unit_test(test_producer_sender SOURCES unit/test_producer_sender.c
+                 support/scripted_broker.c LIBS kproducer_internal TIMEOUT 120)
 sw_add_unit_test(test_accumulator SOURCES unit/test_accumulator.c LIBS kproducer_internal)
 
 # Real-broker tests: each file tests/integration/test_producer_<name>.c is one criterion
@@ -11,7 +15,17 @@ file(GLOB producer_integration CONFIGURE_DEPENDS
      ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_producer_*.c)
 foreach(src ${producer_integration})
   get_filename_component(name ${src} NAME_WE)
-  sw_add_unit_test(${name} SOURCES ${src} LIBS kproducer_internal LABELS kafka TIMEOUT 900)
+  set(support "")
+  if(name STREQUAL "test_producer_faults")
+    # About a minute of timed fault windows: the default preset only (sanitizers would
+    # stretch the recovery times it asserts).
+    if(SW_SANITIZE)
+      continue()
+    endif()
+    set(support ${CMAKE_CURRENT_SOURCE_DIR}/support/fault_proxy.c)
+  endif()
+  sw_add_unit_test(${name} SOURCES ${src} ${support} LIBS kproducer_internal LABELS kafka
+                   TIMEOUT 900)
   sw_kafka_test(${name})
 endforeach()
 

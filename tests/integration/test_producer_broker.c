@@ -38,9 +38,10 @@ static long record_count(void)
 /* One delivery report per record id: counts how often each id was reported. */
 struct reports {
     long n;
-    atomic_int *seen; /* callbacks per id */
-    atomic_int *err;  /* last error per id */
-    atomic_int *part; /* partition per id */
+    atomic_int *seen;  /* callbacks per id */
+    atomic_int *err;   /* last error per id */
+    atomic_int *part;  /* partition per id */
+    atomic_llong *off; /* delivery offset per id */
     atomic_long total;
     atomic_long failed;
 };
@@ -52,6 +53,7 @@ static struct reports *reports_new(long n)
     r->seen = calloc((size_t)n, sizeof(atomic_int));
     r->err = calloc((size_t)n, sizeof(atomic_int));
     r->part = calloc((size_t)n, sizeof(atomic_int));
+    r->off = calloc((size_t)n, sizeof(atomic_llong));
     return r;
 }
 
@@ -60,6 +62,7 @@ static void reports_free(struct reports *r)
     free(r->seen);
     free(r->err);
     free(r->part);
+    free(r->off);
     free(r);
 }
 
@@ -72,8 +75,8 @@ static struct ticket *tickets;
 
 static void on_delivery(void *opaque, int error, int32_t partition, int64_t offset)
 {
-    (void)offset;
     struct ticket *t = opaque;
+    atomic_store_explicit(&t->r->off[t->id], offset, memory_order_relaxed);
     atomic_fetch_add_explicit(&t->r->seen[t->id], 1, memory_order_relaxed);
     atomic_store_explicit(&t->r->err[t->id], error, memory_order_relaxed);
     atomic_store_explicit(&t->r->part[t->id], partition, memory_order_relaxed);
@@ -128,13 +131,13 @@ Test(producer_broker, many_records_exactly_once_in_key_order, .timeout = 900)
         cr_assert_eq(r->seen[i], 1, "record %ld reported %d times", i, r->seen[i]);
         cr_assert_eq(r->err[i], 0, "record %ld failed: %s", i, kp_strerror(r->err[i]));
     }
-    /* Read back every partition: each id once, keyed ids on murmur2's partition, per key in
-     * increasing order. */
+    /* Read back every partition: each id once, at the offset its callback reported, keyed
+     * ids on murmur2's partition, per key in increasing order. */
     char *seen = calloc((size_t)n, 1);
     long found = 0;
     for (int part = 0; part < 6; part++) {
         size_t len = 0;
-        char *out = sw_test_kafka_consume(k.bootstrap, TOPIC, part, -1, 0, "%k|%s\n", &len);
+        char *out = sw_test_kafka_consume(k.bootstrap, TOPIC, part, -1, 0, "%o %k|%s\n", &len);
         cr_assert_not_null(out, "kcat failed on partition %d", part);
         long last[KEYS];
         for (int j = 0; j < KEYS; j++)
@@ -145,6 +148,11 @@ Test(producer_broker, many_records_exactly_once_in_key_order, .timeout = 900)
             if (!nl)
                 break;
             *nl = '\0';
+            char *rest = NULL;
+            long long off = strtoll(line, &rest, 10);
+            if (rest == line || *rest != ' ')
+                continue;
+            line = rest + 1;
             char *bar = memchr(line, '|', (size_t)(nl - line));
             if (!bar || memchr(line, '\0', (size_t)(nl - line)))
                 continue;
@@ -159,6 +167,8 @@ Test(producer_broker, many_records_exactly_once_in_key_order, .timeout = 900)
             found++;
             cr_assert_eq(r->part[id], part, "record %ld reported on %d, found on %d", id,
                          r->part[id], part);
+            cr_assert_eq(r->off[id], off, "record %ld reported at offset %lld, read at %lld", id,
+                         (long long)r->off[id], off);
             if (keyed) {
                 int kidx = (int)(id % KEYS);
                 char key[64];

@@ -25,13 +25,14 @@
 static sw_test_kafka_t cluster;
 static atomic_int seen[N];
 static atomic_int errs[N];
+static atomic_llong offsets[N]; /* delivery offset per id */
 static atomic_int parts[N];
 static atomic_long acked;
 
 static void on_delivery(void *opaque, int error, int32_t partition, int64_t offset)
 {
-    (void)offset;
     long id = (long)(intptr_t)opaque;
+    atomic_store(&offsets[id], offset);
     atomic_fetch_add(&seen[id], 1);
     atomic_store(&errs[id], error);
     atomic_store(&parts[id], partition);
@@ -111,13 +112,14 @@ static void verify_read_back(const char *tag)
     long found = 0;
     for (int part = 0; part < PARTS; part++) {
         size_t len = 0;
-        char *out = sw_test_kafka_consume(cluster.bootstrap, TOPIC, part, -1, 0, "%s\n", &len);
+        char *out = sw_test_kafka_consume(cluster.bootstrap, TOPIC, part, -1, 0, "%o %s\n", &len);
         cr_assert_not_null(out, "kcat failed on partition %d", part);
         long last[64];
         for (int j = 0; j < 64; j++)
             last[j] = -1;
         long id;
-        for (char *cur = out; tagged_line_next(&cur, out + len, tag, &id);) {
+        long long off;
+        for (char *cur = out; tagged_offset_line_next(&cur, out + len, tag, &id, &off);) {
             cr_assert(id >= 0 && id < N, "bad id %ld", id);
             cr_assert_eq(count[id], 0, "record %ld duplicated in the log", id);
             cr_assert_eq(atomic_load(&parts[id]), part, "record %ld reported on %d, found on %d",
@@ -126,6 +128,9 @@ static void verify_read_back(const char *tag)
                          last[id % 64]);
             last[id % 64] = id;
             count[id] = 1;
+            cr_assert_eq(atomic_load(&offsets[id]), off,
+                         "record %ld reported at offset %lld, read back at %lld", id,
+                         (long long)atomic_load(&offsets[id]), off);
             found++;
         }
         free(out);

@@ -24,13 +24,14 @@
 static sw_test_kafka_t cluster;
 static atomic_int seen[N];
 static atomic_int errs[N];
+static atomic_llong offsets[N]; /* delivery offset per id */
 static atomic_long acked;
 
 static void on_delivery(void *opaque, int error, int32_t partition, int64_t offset)
 {
     (void)partition;
-    (void)offset;
     long id = (long)(intptr_t)opaque;
+    atomic_store(&offsets[id], offset);
     atomic_fetch_add(&seen[id], 1);
     atomic_store(&errs[id], error);
     if (!error)
@@ -74,13 +75,17 @@ static void verify_read_back(const char *tag, long n)
     long found = 0;
     for (int part = 0; part < 3; part++) {
         size_t len = 0;
-        char *out = sw_test_kafka_consume(cluster.bootstrap, TOPIC, part, -1, 0, "%s\n", &len);
+        char *out = sw_test_kafka_consume(cluster.bootstrap, TOPIC, part, -1, 0, "%o %s\n", &len);
         cr_assert_not_null(out);
         long id;
-        for (char *cur = out; tagged_line_next(&cur, out + len, tag, &id);) {
+        long long off;
+        for (char *cur = out; tagged_offset_line_next(&cur, out + len, tag, &id, &off);) {
             cr_assert(id >= 0 && id < n);
             cr_assert_eq(count[id], 0, "record %ld duplicated in the log", id);
             count[id] = 1;
+            cr_assert_eq(atomic_load(&offsets[id]), off,
+                         "record %ld reported at offset %lld, read back at %lld", id,
+                         (long long)atomic_load(&offsets[id]), off);
             found++;
         }
         free(out);

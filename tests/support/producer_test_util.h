@@ -50,4 +50,31 @@ static inline bool tagged_line_next(char **cursor, char *end, const char *tag, l
     return false;
 }
 
+/* Like tagged_line_next for lines "<offset> <tag>:<id>..." (kcat -f '%o %s\n'): also stores
+ * the record's offset in *offset. */
+static inline bool tagged_offset_line_next(char **cursor, char *end, const char *tag, long *id,
+                                           long long *offset)
+{
+    size_t tl = strlen(tag);
+    while (*cursor < end) {
+        char *line = *cursor;
+        char *nl = memchr(line, '\n', (size_t)(end - line));
+        if (!nl)
+            break;
+        *cursor = nl + 1;
+        char *rest = NULL;
+        long long off = strtoll(line, &rest, 10);
+        if (rest == line || *rest != ' ')
+            continue;
+        rest++;
+        if ((size_t)(nl - rest) <= tl || strncmp(rest, tag, tl) != 0 || rest[tl] != ':')
+            continue;
+        *id = strtol(rest + tl + 1, NULL, 10);
+        *offset = off;
+        return true;
+    }
+    *cursor = end;
+    return false;
+}
+
 #endif /* PRODUCER_TEST_UTIL_H */

@@ -29,8 +29,9 @@ typedef struct kp__partition {
     uint64_t next_ordinal; /* lock */
     /* sender only: */
     int32_t next_sequence;
-    int in_flight; /* batches of this partition in requests not yet answered */
-    int retrying;  /* batches of this partition being retried and not yet completed */
+    int in_flight;        /* batches of this partition in requests not yet answered */
+    int retrying;         /* batches of this partition being retried and not yet completed */
+    bool acked_under_pid; /* a batch of the current producer id was acknowledged */
 } kp__partition_t;
 
 typedef struct kp__topic_acc {

@@ -46,6 +46,7 @@ void kp__conn_close(kp__conn_t *c, int64_t now, int64_t backoff_ms, int64_t back
     free(c->frame);
     c->frame = NULL;
     c->frame_len = c->frame_got = c->size_got = 0;
+    c->throttle_until_ms = 0; /* throttling is per connection (KIP-219) */
 }
 
 int kp__conn_connect(kp__conn_t *c, int64_t now, int64_t backoff_ms, int64_t backoff_max_ms)

@@ -34,6 +34,7 @@ typedef struct kp__conn {
     int failures;    /* consecutive failed attempts, for the backoff */
     int64_t next_connect_ms;
     int64_t last_activity_ms;
+    int64_t throttle_until_ms; /* nothing is sent before this (a response's throttle_time_ms) */
     kp__in_flight_t in_flight;
     /* Receive state: size prefix, then the frame body. */
     uint8_t size_buf[4];

@@ -3,6 +3,7 @@
  */
 #include "core/metadata.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -159,7 +160,29 @@ void kp__metadata_names_free(char **names, int n)
 }
 
 /* Fills a topic's partition table from a response entry. Caller holds lock. */
-static int topic_apply(kp__topic_md_t *t, const kp_metadata_topic_t *rt)
+/* Kafka lists every partition of a topic it answers without error exactly once, numbered
+ * 0..n-1. A response that does not is damaged; applying it would change the partition count
+ * (which never shrinks) for good. */
+static bool topic_valid(const kp_metadata_topic_t *rt)
+{
+    if (rt->error_code != 0)
+        return true;
+    size_t n = rt->n_partitions;
+    bool *seen = calloc(n ? n : 1, sizeof(bool));
+    bool ok = seen != NULL;
+    for (size_t i = 0; ok && i < n; i++) {
+        int32_t k = rt->partitions[i].partition;
+        ok = k >= 0 && (size_t)k < n && !seen[k];
+        if (ok)
+            seen[k] = true;
+    }
+    free(seen);
+    return ok;
+}
+
+/* Caller holds md->lock, with md->nodes already the response's brokers. A leader that is not
+ * among them counts as unknown (a refresh is asked for), as in the Java client's Cluster. */
+static int topic_apply(kp__metadata_t *md, kp__topic_md_t *t, const kp_metadata_topic_t *rt)
 {
     t->answered = true;
     t->error = rt->error_code;
@@ -178,6 +201,9 @@ static int topic_apply(kp__topic_md_t *t, const kp_metadata_topic_t *rt)
         const kp_metadata_partition_t *p = &rt->partitions[i];
         if (p->partition >= 0)
             leaders[p->partition] = p->error_code == 0 || p->leader_id >= 0 ? p->leader_id : -1;
+        if (p->partition >= 0 && leaders[p->partition] >= 0 &&
+            !kp__metadata_node(md, leaders[p->partition]))
+            leaders[p->partition] = -1;
     }
     /* The partition count never shrinks under records already placed in the accumulator. */
     if (n < t->n_partitions) {
@@ -192,6 +218,9 @@ static int topic_apply(kp__topic_md_t *t, const kp_metadata_topic_t *rt)
 
 int kp__metadata_update(kp__metadata_t *md, const kp_metadata_response_t *resp, int64_t now)
 {
+    for (size_t i = 0; i < resp->n_topics; i++)
+        if (!topic_valid(&resp->topics[i]))
+            return KP_EMALFORMED; /* nothing changed */
     kp__node_t *nodes = calloc(resp->n_brokers ? resp->n_brokers : 1, sizeof(*nodes));
     if (!nodes)
         return KP_ENOMEM;
@@ -211,7 +240,7 @@ int kp__metadata_update(kp__metadata_t *md, const kp_metadata_response_t *resp, 
         kp__topic_md_t *t = rt->name ? topic_find(md, rt->name) : NULL;
         if (!t)
             continue;
-        if (topic_apply(t, rt) != 0)
+        if (topic_apply(md, t, rt) != 0)
             rc = KP_ENOMEM;
         for (int32_t p = 0; p < t->n_partitions; p++)
             missing_leader |= t->leaders[p] < 0;

@@ -75,8 +75,10 @@ int64_t kp__metadata_time_to_update(kp__metadata_t *md, int64_t now);
 int kp__metadata_topic_names(kp__metadata_t *md, char ***names, int *n);
 void kp__metadata_names_free(char **names, int n);
 
-/* Applies a Metadata response: brokers, partitions, leaders; version++, need_update = false,
- * wakes waiters. Sender thread. Returns 0 or KP_ENOMEM (state then unchanged but refresh is
+/* Applies a Metadata response: brokers, partitions, leaders (a leader that is not among the
+ * brokers counts as unknown); version++, need_update = false, wakes waiters. Sender thread.
+ * Returns 0, KP_EMALFORMED for a response that is no possible answer (a topic's partitions
+ * not exactly 0..n-1; nothing is changed) or KP_ENOMEM (state then unchanged but refresh is
  * requested again). */
 int kp__metadata_update(kp__metadata_t *md, const kp_metadata_response_t *resp, int64_t now);
 

@@ -108,7 +108,10 @@ int kp__sender_handle_control(kp_producer_t *p, kp__conn_t *c, kp__request_t *r,
 
 /* Produce path (sender_produce.c). */
 int64_t kp__sender_send_produce(kp_producer_t *p, int64_t now);
-void kp__sender_handle_produce(kp_producer_t *p, kp__request_t *r, kp_reader_t *body, int64_t now);
+/* Handles a Produce response; returns 0, or -1 when it was not a valid answer to r (r was
+ * then handled as disconnected and the caller must close the connection). */
+int kp__sender_handle_produce(kp_producer_t *p, kp__conn_t *c, kp__request_t *r, kp_reader_t *body,
+                              int64_t now);
 void kp__sender_produce_failed(kp_producer_t *p, kp__request_t *r, int64_t now);
 void kp__sender_produce_written(kp_producer_t *p, kp__request_t *r);
 void kp__sender_expire(kp_producer_t *p, int64_t now, bool all, int error);

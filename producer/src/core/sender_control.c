@@ -143,13 +143,19 @@ static int handle_api_versions(kp_producer_t *p, kp__conn_t *c, kp_reader_t *bod
     return -1;
 }
 
-static void handle_metadata(kp_producer_t *p, kp_reader_t *body, int16_t version, int64_t now)
+/* Returns -1 (close the connection) for a response that cannot be decoded or is not a
+ * possible answer (kp__metadata_update refused it). */
+static int handle_metadata(kp_producer_t *p, kp_reader_t *body, int16_t version, int64_t now)
 {
     kp_metadata_response_t resp;
     memset(&resp, 0, sizeof(resp));
     p->metadata_in_flight = false;
-    if (kp_metadata_response_read(body, version, &resp) == 0 &&
-        kp__metadata_update(&p->md, &resp, now) == 0) {
+    int rc = kp_metadata_response_read(body, version, &resp);
+    if (rc == 0 && kp_reader_remaining(body) != 0)
+        rc = KP_EMALFORMED; /* bytes left over: not the response it claims to be */
+    if (rc == 0)
+        rc = kp__metadata_update(&p->md, &resp, now);
+    if (rc == 0) {
         /* Make sure a conn exists for every broker, so that leaders can be reached. */
         for (size_t i = 0; i < resp.n_brokers; i++)
             kp__sender_conn(p, resp.brokers[i].node_id);
@@ -157,15 +163,19 @@ static void handle_metadata(kp_producer_t *p, kp_reader_t *body, int16_t version
         kp__metadata_failed(&p->md, now);
     }
     kp_metadata_response_free(&resp);
+    return rc == 0 ? 0 : -1;
 }
 
-static void handle_init_pid(kp_producer_t *p, kp_reader_t *body, int16_t version)
+/* Returns -1 (close the connection) for a response that cannot be decoded. */
+static int handle_init_pid(kp_producer_t *p, kp_reader_t *body, int16_t version)
 {
     kp_init_producer_id_response_t resp;
     memset(&resp, 0, sizeof(resp));
     p->pid_in_flight = false;
-    if (kp_init_producer_id_response_read(body, version, &resp) != 0 || resp.error_code != 0)
-        return; /* retried on the next loop */
+    if (kp_init_producer_id_response_read(body, version, &resp) != 0)
+        return -1;
+    if (resp.error_code != 0 || resp.producer_id < 0)
+        return 0; /* retried on the next loop */
     p->producer_id = resp.producer_id;
     p->producer_epoch = resp.producer_epoch;
     p->need_pid = false;
@@ -174,10 +184,13 @@ static void handle_init_pid(kp_producer_t *p, kp_reader_t *body, int16_t version
     pthread_mutex_lock(&p->acc.lock);
     for (int i = 0; i < p->acc.n_topics; i++) {
         kp__topic_acc_t *t = p->acc.topics[i];
-        for (int32_t k = 0; k < t->n_partitions; k++)
+        for (int32_t k = 0; k < t->n_partitions; k++) {
             t->parts[k]->next_sequence = 0;
+            t->parts[k]->acked_under_pid = false;
+        }
     }
     pthread_mutex_unlock(&p->acc.lock);
+    return 0;
 }
 
 int kp__sender_handle_control(kp_producer_t *p, kp__conn_t *c, kp__request_t *r, kp_reader_t *body,
@@ -187,11 +200,9 @@ int kp__sender_handle_control(kp_producer_t *p, kp__conn_t *c, kp__request_t *r,
     case KP_API_API_VERSIONS:
         return handle_api_versions(p, c, body, r->version, now);
     case KP_API_METADATA:
-        handle_metadata(p, body, r->version, now);
-        return 0;
+        return handle_metadata(p, body, r->version, now);
     case KP_API_INIT_PRODUCER_ID:
-        handle_init_pid(p, body, r->version);
-        return 0;
+        return handle_init_pid(p, body, r->version);
     default:
         return -1;
     }

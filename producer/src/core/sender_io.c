@@ -182,7 +182,7 @@ static int on_frame(kp__conn_t *c, uint8_t *frame, size_t len, void *arg)
     c->last_activity_ms = now;
     int rc = 0;
     if (r->api_key == KP_API_PRODUCE)
-        kp__sender_handle_produce(p, r, &rd, now);
+        rc = kp__sender_handle_produce(p, c, r, &rd, now);
     else
         rc = kp__sender_handle_control(p, c, r, &rd, now);
     kp__request_free(r);

@@ -18,6 +18,8 @@ void kp__sender_complete(kp_producer_t *p, kp__batch_t *b, int error, int64_t ba
     int32_t n = b->rb.count;
     if (b->is_retry)
         b->part->retrying--;
+    if (error == 0 && b->producer_id == p->producer_id)
+        b->part->acked_under_pid = true;
     kp__batch_complete(b, error, b->part->id, base_offset);
     atomic_fetch_add_explicit(error ? &p->st_failed : &p->st_acked, (unsigned long long)n,
                               memory_order_relaxed);
@@ -115,6 +117,10 @@ static void handle_batch(kp_producer_t *p, kp__batch_t *b,
      * OUT_OF_ORDER_SEQUENCE_NUMBER: it is retried after the earlier one, not failed. */
     if (code == KP_KAFKA_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER && b->part->retrying > 0)
         cls = KP_KAFKA_ERROR_RETRIABLE;
+    /* The same when an earlier batch was failed and left a gap in the sequence: a new
+     * producer id is on its way (need_pid), under which this batch is renumbered. */
+    if (code == KP_KAFKA_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER && p->need_pid)
+        cls = KP_KAFKA_ERROR_RETRIABLE;
     switch (cls) {
     case KP_KAFKA_ERROR_SUCCESS:
         kp__sender_complete(p, b, 0, pr->base_offset);
@@ -137,15 +143,54 @@ static void handle_batch(kp_producer_t *p, kp__batch_t *b,
     }
 }
 
-void kp__sender_handle_produce(kp_producer_t *p, kp__request_t *r, kp_reader_t *body, int64_t now)
+/* Whether a decoded response is one a broker could have sent for request r: exactly one
+ * answer per batch it carried (no partition missing, none repeated, none it did not ask
+ * about), only error codes Kafka defines, an offset on every success, no negative throttle
+ * and no bytes left over. Kafka responses carry no checksum; this is the structural part of
+ * what a damaged response can be told by. */
+static bool response_valid(const kp_producer_t *p, const kp__request_t *r,
+                           const kp_produce_response_t *resp, size_t left_over)
+{
+    size_t answers = 0;
+    for (size_t t = 0; t < resp->n_topics; t++) {
+        if (!resp->topics[t].topic)
+            return false;
+        answers += resp->topics[t].n_partitions;
+    }
+    if (left_over != 0 || answers != (size_t)r->n_batches || resp->throttle_time_ms < 0)
+        return false;
+    for (int i = 0; i < r->n_batches; i++) {
+        const kp_produce_partition_response_t *pr = find_response(resp, r->batches[i]);
+        if (!pr || !kp_kafka_error_known(pr->error_code))
+            return false;
+        if (pr->error_code == KP_KAFKA_ERR_NONE && p->conf.acks != 0 && pr->base_offset < 0)
+            return false;
+    }
+    return true;
+}
+
+int kp__sender_handle_produce(kp_producer_t *p, kp__conn_t *c, kp__request_t *r, kp_reader_t *body,
+                              int64_t now)
 {
     kp_produce_response_t resp;
     memset(&resp, 0, sizeof(resp));
-    if (kp_produce_response_read(body, r->version, &resp) != 0) {
+    /* Like the Java client's NetworkClient: a response that cannot be decoded or does not
+     * answer its request closes the connection, and the request (with every other one in
+     * flight on it) is handled as disconnected. No record is completed from it. */
+    if (kp_produce_response_read(body, r->version, &resp) != 0 ||
+        !response_valid(p, r, &resp, kp_reader_remaining(body))) {
         kp_produce_response_free(&resp);
         kp__sender_produce_failed(p, r, now);
-        return;
+        return -1;
     }
+    /* KIP-219: the broker answers at once and expects the client to send nothing more on
+     * this connection until the throttle time is over. Honoured up to request.timeout.ms
+     * (what a request sent to a muted connection would wait at most anyway), so that one
+     * damaged value cannot stall a connection for days. */
+    if (resp.throttle_time_ms > 0)
+        c->throttle_until_ms =
+            now + (resp.throttle_time_ms < p->conf.request_timeout_ms ? resp.throttle_time_ms
+                                                                      : p->conf.request_timeout_ms);
     p->produce_in_flight--;
     atomic_fetch_sub_explicit(&p->st_in_flight, 1, memory_order_relaxed);
     for (int i = 0; i < r->n_batches; i++) {
@@ -155,6 +200,7 @@ void kp__sender_handle_produce(kp_producer_t *p, kp__request_t *r, kp_reader_t *
     }
     r->n_batches = 0;
     kp_produce_response_free(&resp);
+    return 0;
 }
 
 /* ---- drain and send ---- */
@@ -163,6 +209,7 @@ struct drain_ctx {
     kp_producer_t *p;
     int64_t now;
     bool stopped;
+    int64_t throttled; /* ms until the earliest throttled leader may be sent to, or INT64_MAX */
 };
 
 /* Accumulator callback: takes the batch for its leader's request when the leader's
@@ -171,19 +218,31 @@ static bool take_batch(void *arg, kp__partition_t *part, kp__batch_t *b, int32_t
 {
     struct drain_ctx *ctx = arg;
     kp_producer_t *p = ctx->p;
-    if (b->attempts == 0 && p->idempotent && part->in_flight >= 5)
+    /* Idempotence: at most 5 batches of a partition in flight (the broker checks the last 5),
+     * and only 1 until a batch of the current producer id was acknowledged. A broker accepts
+     * any sequence from a producer id it has no state for: were a second batch in flight
+     * when the first is rejected (MESSAGE_TOO_LARGE, to be split), the broker would append
+     * the second, and the first's records could only follow it under a new producer id. */
+    if (b->attempts == 0 && p->idempotent && part->in_flight >= (part->acked_under_pid ? 5 : 1))
         return false;
     if (b->attempts == 0 && part->retrying > 0)
         return false; /* order: retries of this partition go first */
     kp__conn_t *c = kp__sender_conn(p, leader);
-    if (!c)
+    if (!c) {
+        kp__metadata_request_update(&p->md); /* a leader we have no address for */
         return false;
+    }
     if (c->state != KP__CONN_READY) {
         kp__sender_maybe_connect(p, c, ctx->now);
         return false;
     }
     if (c->in_flight.count >= p->conf.max_in_flight)
         return false;
+    if (c->throttle_until_ms > ctx->now) {
+        if (c->throttle_until_ms - ctx->now < ctx->throttled)
+            ctx->throttled = c->throttle_until_ms - ctx->now;
+        return false;
+    }
     int idx = 0;
     while (p->conns[idx] != c)
         idx++;
@@ -324,9 +383,11 @@ int64_t kp__sender_send_produce(kp_producer_t *p, int64_t now)
 {
     if (p->idempotent && p->need_pid)
         return 50; /* nothing may go out before the producer id is known */
-    struct drain_ctx ctx = {p, now, false};
+    struct drain_ctx ctx = {p, now, false, INT64_MAX};
     bool unknown_leader = false;
     int64_t next = kp__accumulator_drain(&p->acc, now, take_batch, &ctx, &unknown_leader);
+    if (ctx.throttled < next)
+        next = ctx.throttled;
     if (unknown_leader)
         kp__metadata_request_update(&p->md);
     for (int i = 0; i < p->n_conns; i++)
@@ -351,6 +412,6 @@ static void expired_done(void *arg, kp__batch_t *b)
 void kp__sender_expire(kp_producer_t *p, int64_t now, bool all, int error)
 {
     (void)error;
-    struct drain_ctx ctx = {p, now, all};
+    struct drain_ctx ctx = {p, now, all, INT64_MAX};
     kp__accumulator_expire(&p->acc, expired_cb, expired_done, &ctx);
 }

@@ -172,11 +172,12 @@ int kp__sender_split(kp_producer_t *p, kp__batch_t *b, int64_t now)
     }
     free(pieces);
     /* Later batches of the partition already carry higher sequence numbers and may be in
-     * flight; a Kafka 4 broker accepts such a batch from a producer it has no state for, and
-     * then answers every piece with OUT_OF_ORDER_SEQUENCE_NUMBER. A new producer id gives the
-     * pieces fresh sequences (seal() renumbers a batch whose producer id is stale). The order
-     * against those later batches is then not kept: with max.in.flight.requests.per.connection
-     * = 1 no later batch is in flight and the pieces keep their place. */
+     * flight. The broker has state for this producer id on the partition (take_batch lets
+     * a second batch go only after one was acknowledged), so it answered them
+     * OUT_OF_ORDER_SEQUENCE_NUMBER and they are retried after the pieces. The pieces'
+     * numbers no longer line up with those later batches': a new producer id renumbers all
+     * of them in their partition order (seal() renumbers a batch whose producer id is
+     * stale). */
     if (p->idempotent && b->base_sequence >= 0 &&
         b->part->next_sequence != b->base_sequence + b->rb.count)
         p->need_pid = true;

@@ -16,6 +16,18 @@ const char *kp_kafka_error_name(int16_t code)
     }
 }
 
+bool kp_kafka_error_known(int16_t code)
+{
+    switch (code) {
+#define KP_KAFKA_ERROR_KNOWN_CASE(name, num) case num:
+        KP_KAFKA_ERROR_MAP(KP_KAFKA_ERROR_KNOWN_CASE)
+#undef KP_KAFKA_ERROR_KNOWN_CASE
+        return true;
+    default:
+        return false;
+    }
+}
+
 kp_kafka_error_class_t kp_kafka_error_classify(int16_t code, int32_t batch_record_count)
 {
     switch (code) {

@@ -17,6 +17,7 @@
 #ifndef KP_WIRE_KAFKA_ERROR_H
 #define KP_WIRE_KAFKA_ERROR_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #define KP_KAFKA_ERROR_MAP(X)                    \
@@ -160,6 +161,8 @@ typedef enum kp_kafka_error_class {
 /* "NOT_LEADER_OR_FOLLOWER" etc.; "UNKNOWN_ERROR_CODE" for a code not in the table. Never NULL;
  * static storage. */
 const char *kp_kafka_error_name(int16_t code);
+/* Whether code is one of the codes above (a response with another code is damaged). */
+bool kp_kafka_error_known(int16_t code);
 /* How to treat `code` for a batch of batch_record_count records (see the table above). */
 kp_kafka_error_class_t kp_kafka_error_classify(int16_t code, int32_t batch_record_count);
 /* Name of a class: "SUCCESS", "RETRIABLE_REFRESH", "RETRIABLE", "SPLIT", "FATAL". */

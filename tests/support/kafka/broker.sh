@@ -15,6 +15,10 @@
 #
 # Files in DIR: bootstrap (host:port[,host:port...]), nodes (count), nodeN/{pid,port,
 # controller_port,server.properties,server.log,stdout.log,data/}, tools.log, watchdog.pid.
+# Every node also has a PROXIED listener on nodeN/proxied_port that advertises
+# 127.0.0.1:nodeN/proxy_port, where a test's fault proxy (tests/support/fault_proxy.h) may
+# listen and forward to proxied_port: a client bootstrapped at proxy_bootstrap then reaches
+# every broker through the proxy. DIR/proxy_map lists "proxy_port proxied_port" per node.
 # `start` first stops whatever an earlier run left in DIR. `stop` always kills every JVM it
 # started (TERM, then KILL after a grace period) and removes the data, keeping the logs.
 # A watchdog kills the cluster after --lifetime seconds (default 3600) should `stop` never run.
@@ -115,11 +119,11 @@ write_config() { # node_id n_nodes voters
 process.roles=broker,controller
 node.id=$id
 controller.quorum.voters=$voters
-listeners=PLAINTEXT://127.0.0.1:$(cat "$nd/port"),CONTROLLER://127.0.0.1:$(cat "$nd/controller_port")
-advertised.listeners=PLAINTEXT://127.0.0.1:$(cat "$nd/port")
+listeners=PLAINTEXT://127.0.0.1:$(cat "$nd/port"),CONTROLLER://127.0.0.1:$(cat "$nd/controller_port"),PROXIED://127.0.0.1:$(cat "$nd/proxied_port")
+advertised.listeners=PLAINTEXT://127.0.0.1:$(cat "$nd/port"),PROXIED://127.0.0.1:$(cat "$nd/proxy_port")
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,PROXIED:PLAINTEXT
 log.dirs=$nd/data
 auto.create.topics.enable=$auto_create
 num.partitions=1
@@ -295,14 +299,15 @@ start_watchdog() {
 
 # --- commands --------------------------------------------------------------------------------
 cmd_start() {
-    local i voters="" cluster_id L t0 bs=""
+    local i voters="" cluster_id L t0 bs="" pbs=""
     command -v java >/dev/null || die "java not found (scripts/install-deps.sh)"
     command -v kcat >/dev/null || die "kcat not found (scripts/install-deps.sh)"
     validate_topics "$nodes"
     starting=true
     t0=$SECONDS
     [ -f "$dir/nodes" ] && stop_all
-    rm -rf "$dir"/node* "$dir/bootstrap" "$dir/nodes" "$dir/tools.log" "$dir/watchdog.log"
+    rm -rf "$dir"/node* "$dir/bootstrap" "$dir/nodes" "$dir/tools.log" "$dir/watchdog.log" \
+        "$dir/proxy_map" "$dir/proxy_bootstrap"
     L=$(libs)
     echo "$nodes" >"$dir/nodes"
     for i in $(seq 1 "$nodes"); do
@@ -311,7 +316,12 @@ cmd_start() {
         free_port >"$dir/node$i/controller_port"
         voters="$voters${voters:+,}$i@127.0.0.1:$(cat "$dir/node$i/controller_port")"
         bs="$bs${bs:+,}127.0.0.1:$(cat "$dir/node$i/port")"
+        free_port >"$dir/node$i/proxied_port"
+        free_port >"$dir/node$i/proxy_port"
+        echo "$(cat "$dir/node$i/proxy_port") $(cat "$dir/node$i/proxied_port")" >>"$dir/proxy_map"
+        pbs="$pbs${pbs:+,}127.0.0.1:$(cat "$dir/node$i/proxy_port")"
     done
+    echo "$pbs" >"$dir/proxy_bootstrap"
     cluster_id=$(java -cp "$L/*" kafka.tools.StorageTool random-uuid 2>>"$dir/tools.log") ||
         fail_start "kafka-storage random-uuid failed"
     for i in $(seq 1 "$nodes"); do

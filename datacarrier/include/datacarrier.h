@@ -76,8 +76,8 @@ typedef struct dc_partitioner {
 /*
  * Built-in partitioners. `rolling` spreads produces round-robin with one atomic counter that
  * the carrier owns (state is ignored). `thread` maps the producing thread to a channel
- * (thread id % channels, then +attempt), so one producer never contends with another on the
- * same ring when there are enough channels.
+ * (thread id % channels, then +attempt): a producer keeps to one ring, and two producers
+ * share a ring (and contend on it) when their thread ids fall on the same channel.
  */
 dc_partitioner_t dc_partitioner_rolling(uint32_t max_retry);
 dc_partitioner_t dc_partitioner_thread(uint32_t max_retry);

@@ -105,8 +105,8 @@ typedef struct kp_header {
 /*
  * Delivery report for one record: error is 0 on success (then partition and offset are the
  * record's place in the log; offset is -1 with acks=0) or a negative KP_E* code. Runs on the
- * producer's sender thread (or on the thread calling kp_close() for records failed there)
- * exactly once for every record kp_send() accepted. It must not block for long and must not
+ * producer's sender thread, also for the records kp_close() fails, exactly once for every
+ * record kp_send() accepted. It must not block for long and must not
  * call kp_flush()/kp_close(); it may call kp_send() only if the record is certain to fit
  * (the buffer wait would otherwise stall the sender).
  */

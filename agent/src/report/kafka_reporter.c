@@ -166,8 +166,8 @@ static void *drain_watchdog(void *arg)
 }
 
 /* The management thread: properties and a ping at start, then a ping every heartbeat period
-   (properties again with every 10th), until close() sets `closing`; during sw_shutdown's drain
-   it is the drain's watchdog (drain_watchdog). */
+   (properties again with every 10th), until close() sets `closing`. The drain's time limit is
+   kept by a thread of its own (drain_watchdog), not by this one. */
 static void *management_run(void *arg)
 {
     kafka_reporter_t *r = arg;

@@ -132,8 +132,9 @@ int sw__pipeline_start(const sw_config_t *cfg, sw__segment_pool_t *pool,
         free(p);
         return rc;
     }
-    /* Producer-thread partitioning: a thread keeps to its own ring while it is not full, so
-       two tracing threads do not share a ring's cache lines. */
+    /* Producer-thread partitioning (thread id % channels): a thread keeps to one ring while it
+       is not full, so its produces stay on that ring's cache lines; two threads whose ids fall
+       on the same channel share a ring. */
     p->carrier = dc_carrier_create("sw-segments", cfg->buffer_channel_size, cfg->buffer_buffer_size,
                                    DC_STRATEGY_IF_POSSIBLE,
                                    dc_partitioner_thread(cfg->buffer_channel_size), errbuf, errlen);

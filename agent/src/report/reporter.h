@@ -4,7 +4,7 @@
  *
  * Contract for every reporter:
  *   - report() and flush() are called by the pipeline's consumer thread only (one at a time);
- *     close() once, by sw_shutdown after the consumer stopped.
+ *     close() once, by sw_shutdown (or the agent's atexit handler) after the consumer stopped.
  *   - Every record handed to report() is counted exactly once in *counters, as reported or as
  *     failed, at the latest when close() returns (an asynchronous reporter counts on delivery).
  *   - Records and their bytes are valid only during the report() call: copy what must outlive it.

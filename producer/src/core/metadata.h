@@ -1,7 +1,7 @@
 /*
  * metadata.h - the producer's view of the cluster (Java: ProducerMetadata): brokers, and for each
  * topic the application asked for, its partitions and their leaders; with `version`, `need_update`,
- * refresh backoff and max age, request_update()/await_update().
+ * refresh backoff and max age, kp__metadata_request_update()/kp__metadata_wait_topic().
  *
  * Threads: application threads (kp_send) call kp__metadata_wait_topic(), which registers the
  * topic and waits; the sender thread is the only writer (kp__metadata_update/_failed). All

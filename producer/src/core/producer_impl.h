@@ -43,8 +43,9 @@ struct kp_producer {
     /* Coalesces wakeups: set (acq_rel exchange) by the thread that writes the eventfd, cleared
      * (release store) by the sender before it reads the eventfd; partner: each other. */
     atomic_bool wake_pending;
-    /* KP__RUNNING / CLOSING / FORCE_CLOSE: written by kp_close (release), read by kp_send and
-     * the sender (acquire): the partner of the release is every acquire load. */
+    /* KP__RUNNING / CLOSING / FORCE_CLOSE: CLOSING written by kp_stop_accepting (seq_cst, see
+     * in_send), FORCE_CLOSE by kp_close (release); read by kp_send and the sender (acquire):
+     * the partner of each store is every acquire load. */
     atomic_int state;
     /* Threads inside kp_send: incremented (seq_cst) before kp_send reads `state` (seq_cst),
      * decremented (seq_cst) on the way out; kp_close stores `state` (seq_cst) and then waits

@@ -115,7 +115,9 @@ int kp__sender_handle_produce(kp_producer_t *p, kp__conn_t *c, kp__request_t *r,
                               int64_t now);
 void kp__sender_produce_failed(kp_producer_t *p, kp__request_t *r, int64_t now);
 void kp__sender_produce_written(kp_producer_t *p, kp__request_t *r);
-void kp__sender_expire(kp_producer_t *p, int64_t now, bool all, int error);
+/* Fails the batches whose delivery.timeout.ms has passed with KP_EDELIVERY_TIMEOUT, or, with
+ * `all` (the producer is closing), every queued batch with KP_ECLOSED. */
+void kp__sender_expire(kp_producer_t *p, int64_t now, bool all);
 /* MESSAGE_TOO_LARGE on a batch of more than one record (sender_split.c): splits b into
  * batches of at most half its record bytes (and at most batch.size), which keep b's order
  * and sequence numbers and go back to the front of the partition, and frees b without

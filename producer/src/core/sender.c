@@ -13,7 +13,7 @@ static void fail_all(kp_producer_t *p, int64_t now)
     for (int i = 0; i < p->n_conns; i++)
         if (p->conns[i]->fd >= 0 || p->conns[i]->in_flight.head)
             kp__sender_disconnect(p, p->conns[i], now);
-    kp__sender_expire(p, now, true, KP_ECLOSED);
+    kp__sender_expire(p, now, true);
 }
 
 void *kp__sender_run(void *arg)
@@ -32,7 +32,7 @@ void *kp__sender_run(void *arg)
             kp__sender_maybe_init_pid(p, now);
         int64_t timeout = kp__sender_send_produce(p, now);
         if (now - last_expire >= 10) {
-            kp__sender_expire(p, now, false, KP_EDELIVERY_TIMEOUT);
+            kp__sender_expire(p, now, false);
             last_expire = now;
         }
         int64_t md = kp__metadata_time_to_update(&p->md, now);

@@ -218,12 +218,14 @@ static bool take_batch(void *arg, kp__partition_t *part, kp__batch_t *b, int32_t
 {
     struct drain_ctx *ctx = arg;
     kp_producer_t *p = ctx->p;
-    /* Idempotence: at most 5 batches of a partition in flight (the broker checks the last 5),
-     * and only 1 until a batch of the current producer id was acknowledged. A broker accepts
+    /* Idempotence: at most 5 batches of a partition in flight (the broker checks the last 5;
+     * conf.c enforces max.in.flight.requests.per.connection <= 5 with idempotence, and a
+     * request carries one batch per partition), and only 1 until a batch of the current
+     * producer id was acknowledged. A broker accepts
      * any sequence from a producer id it has no state for: were a second batch in flight
      * when the first is rejected (MESSAGE_TOO_LARGE, to be split), the broker would append
      * the second, and the first's records could only follow it under a new producer id. */
-    if (b->attempts == 0 && p->idempotent && part->in_flight >= (part->acked_under_pid ? 5 : 1))
+    if (b->attempts == 0 && p->idempotent && !part->acked_under_pid && part->in_flight > 0)
         return false;
     if (b->attempts == 0 && part->retrying > 0)
         return false; /* order: retries of this partition go first */
@@ -409,9 +411,8 @@ static void expired_done(void *arg, kp__batch_t *b)
     fail_batch(ctx->p, b, ctx->stopped ? KP_ECLOSED : KP_EDELIVERY_TIMEOUT);
 }
 
-void kp__sender_expire(kp_producer_t *p, int64_t now, bool all, int error)
+void kp__sender_expire(kp_producer_t *p, int64_t now, bool all)
 {
-    (void)error;
     struct drain_ctx ctx = {p, now, all, INT64_MAX};
     kp__accumulator_expire(&p->acc, expired_cb, expired_done, &ctx);
 }

@@ -2,6 +2,7 @@
  * gzip.c - gzip framing of deflate through zlib (windowBits 15 + 16 selects the gzip wrapper).
  */
 #include "wire/gzip.h"
+#include "wire/inflate_buffer.h"
 
 #include <limits.h>
 #include <stdlib.h>
@@ -42,22 +43,6 @@ int kp_gzip_compress(const uint8_t *in, size_t in_len, uint8_t *out, size_t out_
     return (rc == Z_OK || rc == Z_BUF_ERROR) ? KP_ENOSPACE : KP_ECOMPRESSION;
 }
 
-/* Doubles *buf up to max_out bytes. */
-static int grow(uint8_t **buf, size_t *cap, size_t max_out)
-{
-    if (*cap >= max_out)
-        return KP_ECOMPRESSION; /* the output would exceed max_out */
-    size_t next = *cap * 2;
-    if (next > max_out || next < *cap)
-        next = max_out;
-    uint8_t *grown = realloc(*buf, next);
-    if (grown == NULL)
-        return KP_ENOMEM;
-    *buf = grown;
-    *cap = next;
-    return 0;
-}
-
 int kp_gzip_decompress(const uint8_t *in, size_t in_len, size_t max_out, uint8_t **out,
                        size_t *out_len)
 {
@@ -69,16 +54,14 @@ int kp_gzip_decompress(const uint8_t *in, size_t in_len, size_t max_out, uint8_t
     memset(&zs, 0, sizeof zs);
     if (inflateInit2(&zs, 15 + 16) != Z_OK)
         return KP_ENOMEM;
-    size_t cap = in_len * 4 < 4096 ? 4096 : in_len * 4;
-    if (cap > max_out)
-        cap = max_out > 0 ? max_out : 1;
-    uint8_t *buf = malloc(cap);
-    int err = buf == NULL ? KP_ENOMEM : 0;
+    uint8_t *buf;
+    size_t cap;
+    int err = kp__inflate_buffer_open(in_len, max_out, &buf, &cap);
     size_t len = 0;
     zs.next_in = (Bytef *)in;
     zs.avail_in = (uInt)in_len;
     while (err == 0) {
-        if (len == cap && (err = grow(&buf, &cap, max_out)) != 0)
+        if (len == cap && (err = kp__inflate_buffer_grow(&buf, &cap, max_out)) != 0)
             break;
         size_t room = cap - len > UINT_MAX ? UINT_MAX : cap - len;
         zs.next_out = buf + len;

@@ -2,6 +2,7 @@
  * lz4.c - LZ4 frames for RecordBatch codec 3 (see lz4.h).
  */
 #include "wire/lz4.h"
+#include "wire/inflate_buffer.h"
 
 #include <lz4frame.h>
 #include <stdlib.h>
@@ -43,22 +44,6 @@ int kp_lz4_compress(const uint8_t *in, size_t in_len, uint8_t *out, size_t out_c
     return 0;
 }
 
-/* Doubles *buf up to max_out bytes. */
-static int grow(uint8_t **buf, size_t *cap, size_t max_out)
-{
-    if (*cap >= max_out)
-        return KP_ECOMPRESSION; /* the output would exceed max_out */
-    size_t next = *cap * 2;
-    if (next > max_out || next < *cap)
-        next = max_out;
-    uint8_t *grown = realloc(*buf, next);
-    if (grown == NULL)
-        return KP_ENOMEM;
-    *buf = grown;
-    *cap = next;
-    return 0;
-}
-
 int kp_lz4_decompress(const uint8_t *in, size_t in_len, size_t max_out, uint8_t **out,
                       size_t *out_len)
 {
@@ -69,14 +54,12 @@ int kp_lz4_decompress(const uint8_t *in, size_t in_len, size_t max_out, uint8_t 
     LZ4F_dctx *dctx = NULL;
     if (LZ4F_isError(LZ4F_createDecompressionContext(&dctx, LZ4F_VERSION)))
         return KP_ENOMEM;
-    size_t cap = in_len * 4 < 4096 ? 4096 : in_len * 4;
-    if (cap > max_out)
-        cap = max_out > 0 ? max_out : 1;
-    uint8_t *buf = malloc(cap);
-    int err = buf == NULL ? KP_ENOMEM : 0;
+    uint8_t *buf;
+    size_t cap;
+    int err = kp__inflate_buffer_open(in_len, max_out, &buf, &cap);
     size_t len = 0, pos = 0, hint = 1;
     while (err == 0 && (pos < in_len || hint != 0)) {
-        if (len == cap && (err = grow(&buf, &cap, max_out)) != 0)
+        if (len == cap && (err = kp__inflate_buffer_grow(&buf, &cap, max_out)) != 0)
             break;
         size_t dst = cap - len, src = in_len - pos;
         hint = LZ4F_decompress(dctx, buf + len, &dst, in + pos, &src, NULL);

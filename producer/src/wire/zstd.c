@@ -2,6 +2,7 @@
  * zstd.c - Zstandard frames for RecordBatch codec 4 (see zstd.h).
  */
 #include "wire/zstd.h"
+#include "wire/inflate_buffer.h"
 
 #include <stdlib.h>
 #include <zstd.h>
@@ -26,22 +27,6 @@ int kp_zstd_compress(const uint8_t *in, size_t in_len, uint8_t *out, size_t out_
     return 0;
 }
 
-/* Doubles *buf up to max_out bytes. */
-static int grow(uint8_t **buf, size_t *cap, size_t max_out)
-{
-    if (*cap >= max_out)
-        return KP_ECOMPRESSION; /* the output would exceed max_out */
-    size_t next = *cap * 2;
-    if (next > max_out || next < *cap)
-        next = max_out;
-    uint8_t *grown = realloc(*buf, next);
-    if (grown == NULL)
-        return KP_ENOMEM;
-    *buf = grown;
-    *cap = next;
-    return 0;
-}
-
 int kp_zstd_decompress(const uint8_t *in, size_t in_len, size_t max_out, uint8_t **out,
                        size_t *out_len)
 {
@@ -52,15 +37,13 @@ int kp_zstd_decompress(const uint8_t *in, size_t in_len, size_t max_out, uint8_t
     ZSTD_DStream *ds = ZSTD_createDStream();
     if (ds == NULL)
         return KP_ENOMEM;
-    size_t cap = in_len * 4 < 4096 ? 4096 : in_len * 4;
-    if (cap > max_out)
-        cap = max_out > 0 ? max_out : 1;
-    uint8_t *buf = malloc(cap);
-    int err = buf == NULL ? KP_ENOMEM : 0;
+    uint8_t *buf;
+    size_t cap;
+    int err = kp__inflate_buffer_open(in_len, max_out, &buf, &cap);
     ZSTD_inBuffer ib = {in, in_len, 0};
     size_t len = 0, hint = 1;
     while (err == 0 && (ib.pos < ib.size || hint != 0)) {
-        if (len == cap && (err = grow(&buf, &cap, max_out)) != 0)
+        if (len == cap && (err = kp__inflate_buffer_grow(&buf, &cap, max_out)) != 0)
             break;
         ZSTD_outBuffer ob = {buf + len, cap - len, 0};
         size_t before = ib.pos;

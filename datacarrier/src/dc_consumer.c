@@ -28,19 +28,19 @@
  * lets items gather for at most one nap, so each wake handles a batch; under a burst the
  * half-full rule wakes it at once; after a quiet nap the next item wakes it immediately.
  *
- * Why NAP_MAX_MS = 20, the agent's consume cycle (and the consumeCycle of SkyWalking's Java
- * DataCarrier, whose ConsumerThread sleeps that long whenever its buffers are empty): on a
- * 2-vCPU machine serving ~45k traced HTTP requests/s (preload_bench's server), each wake of the
- * consumer costs several microseconds of its CPU (context switch back in, futex return; about a
- * quarter of the consumer's samples with a 1 ms nap). A 1 ms nap made that 0.02 wakes per
- * request, 20 ms makes it 0.002-0.003, and the consumer's CPU per request fell by about
- * 0.15-0.25 us (perf stat --per-thread, interleaved runs). Items wait longer (at most ~20 ms
- * plus consume's time) but tracing data is reported per cycle anyway; the half-full wake still
- * bounds the backlog, so the nap cannot make a ring overflow. A BLOCKING carrier never naps: there
+ * Why NAP_MAX_MS = 5: on a 2-vCPU machine serving ~45k traced HTTP requests/s (preload_bench's
+ * server), each wake of the consumer costs it several microseconds of CPU (switching back in,
+ * the futex return: about a quarter of its samples with a 1 ms nap). 1 ms meant 0.018-0.021
+ * wakes per request, 5 ms 0.005-0.008, and the consumer's CPU per request fell from a median
+ * of ~0.75 us to ~0.5 us (perf stat --per-thread, 4 interleaved pairs). A longer nap is worse in
+ * total: at 20 ms (~1000 blocks in flight, 32 MB) the application threads found the recycled
+ * segment blocks cold, and the agent's own code on them went from ~0.45 to ~0.8 us per request
+ * (perf samples), more than the consumer saved. Items wait at most ~5 ms (plus consume's time);
+ * the half-full wake still bounds the backlog. A BLOCKING carrier never naps: there
  * a producer that found its ring full is waiting for this consumer, and a nap would add a futex
  * round trip to every refill.
  */
-enum { SPIN_PASSES = 32, NAP_MAX_MS = 20 };
+enum { SPIN_PASSES = 32, NAP_MAX_MS = 5 };
 
 void dc__consumer_wake(dc__consumer_t *consumer)
 {

@@ -108,10 +108,11 @@ typedef void (*dc_on_exit_fn)(void *ctx);
 /*
  * Starts `n_threads` consumer threads (1..channel_size); channel k belongs to thread
  * k % n_threads. With DC_STRATEGY_IF_POSSIBLE a thread that finds its rings empty first naps
- * 1 ms (cut short when a ring gets half full), so that steady traffic is handled in batches; if
- * they are still empty it sleeps up to `consume_cycle_ms` (0 means 20) and is woken at once by
- * the next store. An item therefore waits at most about 1 ms before consume is called (plus
- * consume's own time). BLOCKING carriers skip the nap.
+ * min(5 ms, `consume_cycle_ms`) (cut short when a ring gets half full), so that steady traffic
+ * is handled in batches; if they are still empty it sleeps up to `consume_cycle_ms` (0 means 20)
+ * and is woken at once by the next store. An item therefore waits at most about
+ * min(5 ms, consume_cycle_ms) before consume is called (plus consume's own time). BLOCKING
+ * carriers skip the nap.
  * Returns 0, DC_EINVAL, DC_ESTATE (already consuming or shut down) or DC_ETHREAD. Call once.
  */
 int dc_consume(dc_carrier_t *carrier, dc_consume_fn consume, dc_on_exit_fn on_exit, void *ctx,

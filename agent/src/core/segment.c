@@ -16,16 +16,17 @@ size_t sw__segment_block_size(uint32_t span_limit, uint32_t arena_cap)
 {
     if (span_limit == 0 || span_limit > 10000 || arena_cap < 256 || arena_cap > (1u << 24))
         return 0;
-    return align8(sizeof(sw__segment_t)) + align8((size_t)span_limit * sizeof(sw__span_t)) +
-           align8(arena_cap);
+    return align8(sizeof(sw__segment_t)) + align8(arena_cap) +
+           align8((size_t)span_limit * sizeof(sw__span_t));
 }
 
 void sw__segment_format(sw__segment_t *seg, uint32_t span_limit, uint32_t arena_cap)
 {
+    /* The arena comes before the spans (segment.h): a request's strings start next to the
+       header and its attributes end next to spans[0]. */
     char *base = (char *)seg;
-    seg->spans = (sw__span_t *)(void *)(base + align8(sizeof(sw__segment_t)));
-    seg->arena =
-        base + align8(sizeof(sw__segment_t)) + align8((size_t)span_limit * sizeof(sw__span_t));
+    seg->arena = base + align8(sizeof(sw__segment_t));
+    seg->spans = (sw__span_t *)(void *)(seg->arena + align8(arena_cap));
     seg->span_limit = span_limit;
     seg->arena_cap = (uint32_t)align8(arena_cap);
     seg->next = NULL;

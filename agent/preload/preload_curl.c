@@ -18,15 +18,14 @@
 
 #include "preload.h"
 #include "preload_curl.h"
+#include "preload_handle_map.h"
 
-#define BUCKETS 64
 #define URL_MAX SW__CURL_URL_MAX
 
 __thread bool sw__curl_in_easy;
 
 typedef struct handle_info {
-    struct handle_info *next;
-    CURL *handle;
+    sw__handle_node_t node;     /* first: the map's link, keyed by the easy handle */
     struct curl_slist *headers; /* the caller's list (owned by the caller) */
     char *url;                  /* copy of CURLOPT_URL */
 } handle_info_t;
@@ -34,7 +33,7 @@ typedef struct handle_info {
 /* What this library knows about each easy handle; global because libcurl gives no place to
    keep it. handles_lock protects the buckets and every node. */
 static pthread_mutex_t handles_lock = PTHREAD_MUTEX_INITIALIZER;
-static handle_info_t *handles[BUCKETS];
+static sw__handle_map_t handles;
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
 static void handles_fork_prepare(void)
@@ -52,39 +51,21 @@ static void atfork_register(void)
     (void)pthread_atfork(handles_fork_prepare, handles_fork_release, handles_fork_release);
 }
 
-static size_t bucket_of(const CURL *h)
-{
-    return ((uintptr_t)h >> 4) % BUCKETS;
-}
-
 /* The node of h, created when `create`; handles_lock held. */
 static handle_info_t *info_find(CURL *h, bool create)
 {
-    for (handle_info_t *i = handles[bucket_of(h)]; i != NULL; i = i->next)
-        if (i->handle == h)
-            return i;
-    if (!create)
-        return NULL;
-    handle_info_t *i = calloc(1, sizeof *i);
-    if (i != NULL) {
-        i->handle = h;
-        i->next = handles[bucket_of(h)];
-        handles[bucket_of(h)] = i;
-    }
-    return i;
+    if (create)
+        return (handle_info_t *)sw__handle_map_get(&handles, h, sizeof(handle_info_t));
+    return (handle_info_t *)sw__handle_map_find(&handles, h);
 }
 
 /* Removes h's node; handles_lock held. */
 static void info_remove(CURL *h)
 {
-    for (handle_info_t **pp = &handles[bucket_of(h)]; *pp != NULL; pp = &(*pp)->next) {
-        if ((*pp)->handle == h) {
-            handle_info_t *i = *pp;
-            *pp = i->next;
-            free(i->url);
-            free(i);
-            return;
-        }
+    handle_info_t *i = (handle_info_t *)sw__handle_map_take(&handles, h);
+    if (i != NULL) {
+        free(i->url);
+        free(i);
     }
 }
 

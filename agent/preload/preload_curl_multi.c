@@ -22,12 +22,10 @@
 #include "../src/instrument/span_async.h"
 #include "preload.h"
 #include "preload_curl.h"
-
-#define BUCKETS 64
+#include "preload_handle_map.h"
 
 typedef struct transfer {
-    struct transfer *next;
-    CURL *easy;
+    sw__handle_node_t node;    /* first: the map's link, keyed by the easy handle */
     struct curl_slist *caller; /* the caller's list (owned by the caller) */
     struct curl_slist *ours;   /* the list set for the transfer (ours to free) */
     sw__span_async_t span;
@@ -36,25 +34,13 @@ typedef struct transfer {
 /* Traced transfers in flight, by easy handle; global because libcurl gives no slot for them.
    transfers_lock protects the buckets and every node. */
 static pthread_mutex_t transfers_lock = PTHREAD_MUTEX_INITIALIZER;
-static transfer_t *transfers[BUCKETS];
-
-static size_t bucket_of(const CURL *h)
-{
-    return ((uintptr_t)h >> 4) % BUCKETS;
-}
+static sw__handle_map_t transfers;
 
 /* Removes and returns the transfer of easy, or NULL. */
 static transfer_t *transfer_take(CURL *easy)
 {
-    transfer_t *t = NULL;
     pthread_mutex_lock(&transfers_lock);
-    for (transfer_t **pp = &transfers[bucket_of(easy)]; *pp != NULL; pp = &(*pp)->next) {
-        if ((*pp)->easy == easy) {
-            t = *pp;
-            *pp = t->next;
-            break;
-        }
-    }
+    transfer_t *t = (transfer_t *)sw__handle_map_take(&transfers, easy);
     pthread_mutex_unlock(&transfers_lock);
     return t;
 }
@@ -62,8 +48,7 @@ static transfer_t *transfer_take(CURL *easy)
 static void transfer_put(transfer_t *t)
 {
     pthread_mutex_lock(&transfers_lock);
-    t->next = transfers[bucket_of(t->easy)];
-    transfers[bucket_of(t->easy)] = t;
+    sw__handle_map_add(&transfers, &t->node);
     pthread_mutex_unlock(&transfers_lock);
 }
 
@@ -101,7 +86,7 @@ CURLMcode curl_multi_add_handle(CURLM *multi, CURL *easy)
     /* A handle added twice without removal: the first span is ended here. */
     transfer_finish(easy, CURLE_OK, false);
     char url[SW__CURL_URL_MAX], path[SW__CURL_URL_MAX], peer[512];
-    t->easy = easy;
+    t->node.handle = easy;
     t->caller = sw__curl_handle_get(easy, url, sizeof url);
     sw__curl_url_split(url, path, sizeof path, peer, sizeof peer);
     sw__span_mark_t mark;

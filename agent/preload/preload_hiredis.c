@@ -33,8 +33,8 @@
 #include "../src/instrument/span_async.h"
 #include "preload.h"
 #include "preload_db.h"
+#include "preload_handle_map.h"
 
-#define BUCKETS     64
 #define PENDING_MAX 4096 /* appended commands remembered per context; later ones untraced */
 #define CMD_MAX     32
 #define KEY_MAX     256
@@ -49,8 +49,7 @@ typedef struct pending {
 } pending_t;
 
 typedef struct ctx_info {
-    struct ctx_info *next;
-    const redisContext *ctx;
+    sw__handle_node_t node; /* first: the map's link, keyed by the context */
     pending_t *head, *tail;
     unsigned count;
 } ctx_info_t;
@@ -58,7 +57,7 @@ typedef struct ctx_info {
 /* Pipelined commands per context; global because hiredis offers no slot for them.
    ctxs_lock protects the buckets and every node. */
 static pthread_mutex_t ctxs_lock = PTHREAD_MUTEX_INITIALIZER;
-static ctx_info_t *ctxs[BUCKETS];
+static sw__handle_map_t ctxs;
 
 /* Set while this thread runs a traced call (the recursion guard, see above). */
 static __thread bool in_call;
@@ -79,11 +78,6 @@ typedef struct command_view {
 static bool tracing(void)
 {
     return !in_call && !sw__preload_busy && sw__preload_agent_ready();
-}
-
-static size_t bucket_of(const redisContext *c)
-{
-    return ((uintptr_t)c >> 4) % BUCKETS;
 }
 
 static const char *peer_of(const redisContext *c)
@@ -347,14 +341,7 @@ static void pending_push(const redisContext *c, const command_view_t *v, int64_t
     if (p->has_key)
         memcpy(p->key, v->key, p->key_len);
     pthread_mutex_lock(&ctxs_lock);
-    ctx_info_t *i;
-    for (i = ctxs[bucket_of(c)]; i != NULL && i->ctx != c; i = i->next)
-        ;
-    if (i == NULL && (i = calloc(1, sizeof *i)) != NULL) {
-        i->ctx = c;
-        i->next = ctxs[bucket_of(c)];
-        ctxs[bucket_of(c)] = i;
-    }
+    ctx_info_t *i = (ctx_info_t *)sw__handle_map_get(&ctxs, c, sizeof(ctx_info_t));
     if (i != NULL && i->count < PENDING_MAX) {
         if (i->tail != NULL)
             i->tail->next = p;
@@ -373,9 +360,7 @@ static pending_t *pending_pop(const redisContext *c)
 {
     pending_t *p = NULL;
     pthread_mutex_lock(&ctxs_lock);
-    ctx_info_t *i;
-    for (i = ctxs[bucket_of(c)]; i != NULL && i->ctx != c; i = i->next)
-        ;
+    ctx_info_t *i = (ctx_info_t *)sw__handle_map_find(&ctxs, c);
     if (i != NULL && i->head != NULL) {
         p = i->head;
         i->head = p->next;
@@ -482,15 +467,8 @@ void redisFree(redisContext *c)
 {
     void (*real)(redisContext *);
     SW__PRELOAD_REAL(real, "redisFree");
-    ctx_info_t *found = NULL;
     pthread_mutex_lock(&ctxs_lock);
-    for (ctx_info_t **pp = &ctxs[bucket_of(c)]; *pp != NULL; pp = &(*pp)->next) {
-        if ((*pp)->ctx == c) {
-            found = *pp;
-            *pp = found->next;
-            break;
-        }
-    }
+    ctx_info_t *found = (ctx_info_t *)sw__handle_map_take(&ctxs, c);
     pthread_mutex_unlock(&ctxs_lock);
     if (found != NULL) {
         for (pending_t *p = found->head, *next; p != NULL; p = next) {

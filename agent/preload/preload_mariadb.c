@@ -23,14 +23,12 @@
 #include "../src/instrument/span_async.h"
 #include "preload.h"
 #include "preload_db.h"
-
-#define BUCKETS 64
+#include "preload_handle_map.h"
 
 /* What this library knows about a connection (a query sent and not read yet) or a prepared
-   statement (its SQL and binds). `handle` is the MYSQL or MYSQL_STMT. */
+   statement (its SQL and binds), keyed by the MYSQL or MYSQL_STMT. */
 typedef struct handle_info {
-    struct handle_info *next;
-    const void *handle;
+    sw__handle_node_t node; /* first: the map's link */
     char *sql;              /* cut at the statement limit */
     int64_t start_ms;       /* connections: when mysql_send_query sent `sql` (0: nothing) */
     const MYSQL_BIND *bind; /* statements: the caller's binds (valid until the next bind) */
@@ -39,7 +37,7 @@ typedef struct handle_info {
 
 /* Global because libmariadb offers no slot for it; infos_lock protects the buckets and nodes. */
 static pthread_mutex_t infos_lock = PTHREAD_MUTEX_INITIALIZER;
-static handle_info_t *infos[BUCKETS];
+static sw__handle_map_t infos;
 
 /* Set while this thread runs a traced call (the recursion guard, see above). */
 static __thread bool in_call;
@@ -65,39 +63,18 @@ static bool tracing(my_fns_t *f)
     return !in_call && !sw__preload_busy && fns_resolve(f) && sw__preload_agent_ready();
 }
 
-static size_t bucket_of(const void *h)
-{
-    return ((uintptr_t)h >> 4) % BUCKETS;
-}
-
 /* The node of h, created when `create`; infos_lock held. */
 static handle_info_t *info_find(const void *h, bool create)
 {
-    for (handle_info_t *i = infos[bucket_of(h)]; i != NULL; i = i->next)
-        if (i->handle == h)
-            return i;
-    if (!create)
-        return NULL;
-    handle_info_t *i = calloc(1, sizeof *i);
-    if (i != NULL) {
-        i->handle = h;
-        i->next = infos[bucket_of(h)];
-        infos[bucket_of(h)] = i;
-    }
-    return i;
+    if (create)
+        return (handle_info_t *)sw__handle_map_get(&infos, h, sizeof(handle_info_t));
+    return (handle_info_t *)sw__handle_map_find(&infos, h);
 }
 
 static void info_forget(const void *h)
 {
-    handle_info_t *found = NULL;
     pthread_mutex_lock(&infos_lock);
-    for (handle_info_t **pp = &infos[bucket_of(h)]; *pp != NULL; pp = &(*pp)->next) {
-        if ((*pp)->handle == h) {
-            found = *pp;
-            *pp = found->next;
-            break;
-        }
-    }
+    handle_info_t *found = (handle_info_t *)sw__handle_map_take(&infos, h);
     pthread_mutex_unlock(&infos_lock);
     if (found != NULL)
         free(found->sql);

@@ -26,8 +26,8 @@
 #include "../src/instrument/span_async.h"
 #include "preload.h"
 #include "preload_db.h"
+#include "preload_handle_map.h"
 
-#define BUCKETS      64
 #define PREPARED_MAX 256
 
 typedef struct prepared {
@@ -48,8 +48,7 @@ typedef struct pending {
 } pending_t;
 
 typedef struct conn_info {
-    struct conn_info *next;
-    const PGconn *conn;
+    sw__handle_node_t node; /* first: the map's link, keyed by the connection */
     prepared_t *prepared;
     unsigned prepared_count;
     pending_t pending;
@@ -58,7 +57,7 @@ typedef struct conn_info {
 /* What this library knows about each connection; global because libpq offers no slot for it.
    conns_lock protects the buckets and every node. */
 static pthread_mutex_t conns_lock = PTHREAD_MUTEX_INITIALIZER;
-static conn_info_t *conns[BUCKETS];
+static sw__handle_map_t conns;
 
 /* Set while this thread runs a traced libpq call (the recursion guard, see above). */
 static __thread bool in_call;
@@ -94,26 +93,12 @@ static bool fns_resolve(pq_fns_t *f)
            f->backend_pid;
 }
 
-static size_t bucket_of(const PGconn *c)
-{
-    return ((uintptr_t)c >> 4) % BUCKETS;
-}
-
 /* The node of c, created when `create`; conns_lock held. */
 static conn_info_t *info_find(const PGconn *c, bool create)
 {
-    for (conn_info_t *i = conns[bucket_of(c)]; i != NULL; i = i->next)
-        if (i->conn == c)
-            return i;
-    if (!create)
-        return NULL;
-    conn_info_t *i = calloc(1, sizeof *i);
-    if (i != NULL) {
-        i->conn = c;
-        i->next = conns[bucket_of(c)];
-        conns[bucket_of(c)] = i;
-    }
-    return i;
+    if (create)
+        return (conn_info_t *)sw__handle_map_get(&conns, c, sizeof(conn_info_t));
+    return (conn_info_t *)sw__handle_map_find(&conns, c);
 }
 
 static void pending_clear(pending_t *p)
@@ -522,15 +507,8 @@ void PQfinish(PGconn *conn)
 {
     void (*real)(PGconn *);
     SW__PRELOAD_REAL(real, "PQfinish");
-    conn_info_t *found = NULL;
     pthread_mutex_lock(&conns_lock);
-    for (conn_info_t **pp = &conns[bucket_of(conn)]; *pp != NULL; pp = &(*pp)->next) {
-        if ((*pp)->conn == conn) {
-            found = *pp;
-            *pp = found->next;
-            break;
-        }
-    }
+    conn_info_t *found = (conn_info_t *)sw__handle_map_take(&conns, conn);
     pthread_mutex_unlock(&conns_lock);
     if (found != NULL) {
         pending_clear(&found->pending);

@@ -16,7 +16,7 @@ if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
 PACKAGES="build-essential g++ dpkg-dev cmake ninja-build pkg-config clang libclang-rt-14-dev llvm clang-format
   libprotobuf-c-dev protobuf-c-compiler libgrpc-dev zlib1g-dev liblz4-dev libzstd-dev
   libcriterion-dev kcat default-jdk-headless maven curl libcurl4-openssl-dev libmicrohttpd-dev
-  librdkafka-dev python3 python3-grpcio python3-grpc-tools python3-protobuf wrk
+  librdkafka-dev python3 python3-venv python3-grpcio python3-grpc-tools python3-protobuf wrk
   postgresql libpq-dev mariadb-server libmariadb-dev redis-server libhiredis-dev"
 
 missing=""

@@ -14,3 +14,7 @@ add_test(NAME build_hardening
     $<TARGET_FILE:test_span>
   COMMAND_EXPAND_LISTS) # an empty --fortify argument is dropped, not passed as ""
 set_tests_properties(build_hardening PROPERTIES LABELS unit TIMEOUT 60)
+
+# The layout of every C and C++ file is the pinned clang-format's (scripts/format.sh).
+add_test(NAME format_check COMMAND ${PROJECT_SOURCE_DIR}/scripts/format.sh --check)
+set_tests_properties(format_check PROPERTIES LABELS unit TIMEOUT 120)

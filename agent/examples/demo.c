@@ -60,8 +60,9 @@ static void gateway_call(request_t *req)
     sw_span_set_layer(SW_LAYER_HTTP);
     sw_span_set_component(COMPONENT_HTTPCLIENT);
     if (sw_inject(req->sw8, sizeof req->sw8, req->correlation, sizeof req->correlation, req->sw8_x,
-                  sizeof req->sw8_x) == 0)
+                  sizeof req->sw8_x) == 0) {
         req->from_gateway = true;
+    }
     sw_span_end();
     sw_span_end();
 }
@@ -108,16 +109,18 @@ static void handle(request_t *req)
     sw_snapshot_t snap;
     sw_capture(&snap);
     pthread_t worker;
-    if (pthread_create(&worker, NULL, render_worker, &snap) == 0)
+    if (pthread_create(&worker, NULL, render_worker, &snap) == 0) {
         pthread_join(worker, NULL);
+    }
 
     char sw8[SW_SW8_MAX], corr[SW_CORRELATION_HEADER_MAX], x[SW_SW8_X_MAX];
     sw_exit_span_begin("POST /inventory/reserve", "inventory.demo:8080");
     sw_span_set_layer(SW_LAYER_HTTP);
     sw_span_set_component(COMPONENT_HTTPCLIENT);
     sw_span_tag("http.method", "POST");
-    if (sw_inject(sw8, sizeof sw8, corr, sizeof corr, x, sizeof x) == 0)
+    if (sw_inject(sw8, sizeof sw8, corr, sizeof corr, x, sizeof x) == 0) {
         sw_span_tag("demo.sent_sw8_bytes", strlen(sw8) > 0 ? "yes" : "no");
+    }
     work_ms(1);
     if (req->id % 7 == 3) {
         sw_span_set_error(true);
@@ -134,8 +137,9 @@ static void *server(void *arg)
     (void)arg;
     for (;;) {
         int i = atomic_fetch_add_explicit(&next_request, 1, memory_order_relaxed);
-        if (i >= request_count)
+        if (i >= request_count) {
             return NULL;
+        }
         handle(&requests[i]);
     }
 }
@@ -150,24 +154,29 @@ int main(int argc, char **argv)
     sw_config_t cfg;
     char err[512];
     sw_config_init(&cfg);
-    if (sw_config_load(&cfg, err, sizeof err) != 0)
+    if (sw_config_load(&cfg, err, sizeof err) != 0) {
         fprintf(stderr, "sw_demo: %s; tracing stays off\n", err);
-    else if (sw_init(&cfg) != 0)
+    } else if (sw_init(&cfg) != 0) {
         fprintf(stderr, "sw_demo: the agent did not start; the service runs untraced\n");
+    }
 
     requests = calloc((size_t)request_count, sizeof *requests);
-    if (requests == NULL)
+    if (requests == NULL) {
         return 1;
+    }
     for (int i = 0; i < request_count; i++) {
         requests[i].id = 1000 + i;
-        if (i % 3 == 0)
+        if (i % 3 == 0) {
             gateway_call(&requests[i]);
+        }
     }
     pthread_t threads[SERVER_THREADS];
-    for (int t = 0; t < SERVER_THREADS; t++)
+    for (int t = 0; t < SERVER_THREADS; t++) {
         pthread_create(&threads[t], NULL, server, NULL);
-    for (int t = 0; t < SERVER_THREADS; t++)
+    }
+    for (int t = 0; t < SERVER_THREADS; t++) {
         pthread_join(threads[t], NULL);
+    }
 
     bool traced = sw_enabled();
     /* The reporter sw_init chose: SW_REPORTER, else the backend that is configured, else file. */
@@ -179,13 +188,15 @@ int main(int argc, char **argv)
     sw_stats_t st;
     sw_stats(&st);
     char path[PATH_MAX];
-    if (realpath(cfg.file_path, path) == NULL)
+    if (realpath(cfg.file_path, path) == NULL) {
         snprintf(path, sizeof path, "%s", cfg.file_path);
+    }
     printf("sw_demo: handled %d requests (%s, reporter %s)\n", request_count,
            traced ? "traced" : "not traced", reporter);
-    if (traced && strcmp(reporter, "file") == 0)
+    if (traced && strcmp(reporter, "file") == 0) {
         printf("segments written to %s (appended)\n  read them: ./build/agent/tools/swtrace %s\n",
                path, cfg.file_path);
+    }
     printf("segments: finished=%llu reported=%llu dropped=%llu failed=%llu "
            "sampled_out=%llu spans_limited=%llu\n",
            (unsigned long long)st.segments_finished, (unsigned long long)st.segments_reported,

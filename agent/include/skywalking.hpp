@@ -75,10 +75,11 @@ template <std::size_t InPlace> class c_string
         char *dst = in_place_;
         if (len >= InPlace) {
             heap_ = static_cast<char *>(std::malloc(len + 1));
-            if (heap_ != nullptr)
+            if (heap_ != nullptr) {
                 dst = heap_;
-            else
+            } else {
                 len = InPlace - 1; /* out of memory: truncated, never a throw */
+            }
         }
         std::memcpy(dst, text.data(), len);
         dst[len] = '\0';
@@ -212,8 +213,9 @@ class span
 #if SKYWALKING_HPP_HAVE_CXXABI
         int status = -1;
         char *demangled = abi::__cxa_demangle(kind, nullptr, nullptr, &status);
-        if (status == 0 && demangled != nullptr)
+        if (status == 0 && demangled != nullptr) {
             kind = demangled;
+        }
 #endif
         const sw_kv_t kvs[] = {{"event", "error"}, {"error.kind", kind}, {"message", e.what()}};
         int rc = sw_span_log(kvs, 3);
@@ -350,8 +352,9 @@ class local_span : public span
   private:
     void continue_from(const snapshot &parent) noexcept
     {
-        if (parent.captured())
+        if (parent.captured()) {
             sw_continue(parent.get());
+        }
     }
 };
 
@@ -373,8 +376,9 @@ template <class F> class traced_task
     {
         std::size_t len =
             operation.size() < sizeof operation_ ? operation.size() : sizeof operation_ - 1;
-        if (len != 0)
+        if (len != 0) {
             std::memcpy(operation_, operation.data(), len);
+        }
         operation_[len] = '\0';
     }
 
@@ -396,8 +400,8 @@ template <class F> class traced_task
 template <class F>
 traced_task<std::decay_t<F>>
 traced(std::string_view operation,
-       F &&f) noexcept(std::is_nothrow_constructible_v<std::decay_t<F>, F &&>
-                           &&std::is_nothrow_move_constructible_v<std::decay_t<F>>)
+       F &&f) noexcept(std::is_nothrow_constructible_v<std::decay_t<F>, F &&> &&
+                       std::is_nothrow_move_constructible_v<std::decay_t<F>>)
 {
     return traced_task<std::decay_t<F>>(operation, std::decay_t<F>(std::forward<F>(f)));
 }

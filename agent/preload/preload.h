@@ -65,6 +65,6 @@ void sw__preload_pending_apply(const sw__span_mark_t *mark, bool link);
 
 /* Set on a thread while the agent itself runs inside an interposed call (starting or stopping
    the agent): interposers then only forward to the real function. */
-extern __thread bool sw__preload_busy;
+extern _Thread_local bool sw__preload_busy;
 
 #endif /* SW_PRELOAD_H */

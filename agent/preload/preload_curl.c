@@ -22,7 +22,7 @@
 
 #define URL_MAX SW__CURL_URL_MAX
 
-__thread bool sw__curl_in_easy;
+_Thread_local bool sw__curl_in_easy;
 
 typedef struct handle_info {
     sw__handle_node_t node;     /* first: the map's link, keyed by the easy handle */
@@ -54,8 +54,9 @@ static void atfork_register(void)
 /* The node of h, created when `create`; handles_lock held. */
 static handle_info_t *info_find(CURL *h, bool create)
 {
-    if (create)
+    if (create) {
         return (handle_info_t *)sw__handle_map_get(&handles, h, sizeof(handle_info_t));
+    }
     return (handle_info_t *)sw__handle_map_find(&handles, h);
 }
 
@@ -71,8 +72,9 @@ static void info_remove(CURL *h)
 
 static void remember(CURL *h, CURLoption opt, void *value)
 {
-    if (opt != CURLOPT_HTTPHEADER && opt != CURLOPT_URL)
+    if (opt != CURLOPT_HTTPHEADER && opt != CURLOPT_URL) {
         return;
+    }
     pthread_once(&atfork_once, atfork_register);
     pthread_mutex_lock(&handles_lock);
     handle_info_t *i = info_find(h, true);
@@ -89,8 +91,9 @@ CURLcode curl_easy_setopt(CURL *h, CURLoption opt, ...)
 {
     CURLcode (*real)(CURL *, CURLoption, ...);
     SW__PRELOAD_REAL(real, "curl_easy_setopt");
-    if (real == NULL)
+    if (real == NULL) {
         return CURLE_FAILED_INIT;
+    }
     va_list ap;
     va_start(ap, opt);
     CURLcode rc;
@@ -102,8 +105,9 @@ CURLcode curl_easy_setopt(CURL *h, CURLoption opt, ...)
     } else if (opt < CURLOPTTYPE_OFF_T || opt >= CURLOPTTYPE_BLOB) {
         void *v = va_arg(ap, void *);
         rc = real(h, opt, v);
-        if (rc == CURLE_OK)
+        if (rc == CURLE_OK) {
             remember(h, opt, v);
+        }
     } else {
         curl_off_t v = va_arg(ap, curl_off_t);
         rc = real(h, opt, v);
@@ -119,8 +123,9 @@ void curl_easy_cleanup(CURL *h)
     pthread_mutex_lock(&handles_lock);
     info_remove(h);
     pthread_mutex_unlock(&handles_lock);
-    if (real != NULL)
+    if (real != NULL) {
         real(h);
+    }
 }
 
 void curl_easy_reset(CURL *h)
@@ -130,19 +135,22 @@ void curl_easy_reset(CURL *h)
     pthread_mutex_lock(&handles_lock);
     info_remove(h);
     pthread_mutex_unlock(&handles_lock);
-    if (real != NULL)
+    if (real != NULL) {
         real(h);
+    }
 }
 
 CURL *curl_easy_duphandle(CURL *h)
 {
     CURL *(*real)(CURL *);
     SW__PRELOAD_REAL(real, "curl_easy_duphandle");
-    if (real == NULL)
+    if (real == NULL) {
         return NULL;
+    }
     CURL *dup = real(h);
-    if (dup == NULL)
+    if (dup == NULL) {
         return NULL;
+    }
     pthread_mutex_lock(&handles_lock);
     handle_info_t *from = info_find(h, false);
     if (from != NULL) {
@@ -178,12 +186,13 @@ void sw__curl_url_split(char *url, char *path, size_t path_len, char *peer, size
     /* host part without the port; an empty port (host:) takes the scheme's default */
     size_t name_len = colon != NULL ? (size_t)(colon - host) : hlen;
     bool has_port = colon != NULL && colon + 1 < at;
-    if (name_len == 0)
+    if (name_len == 0) {
         peer[0] = '\0'; /* no host: no peer is written */
-    else if (has_port)
+    } else if (has_port) {
         snprintf(peer, peer_len, "%.*s", (int)hlen, host);
-    else
+    } else {
         snprintf(peer, peer_len, "%.*s:%d", (int)name_len, host, https ? 443 : 80);
+    }
     size_t plen = strcspn(at, "?#");
     snprintf(path, path_len, "%.*s", (int)plen, plen ? at : "/");
 }
@@ -213,24 +222,28 @@ struct curl_slist *sw__curl_headers_build(const sw__curl_fns_t *f, const struct 
 {
     static const char *const names[3] = {"sw8: ", "sw8-correlation: ", "sw8-x: "};
     char sw8[SW_SW8_MAX], corr[SW_CORRELATION_HEADER_MAX], x[SW_SW8_X_MAX];
-    if (sw_inject(sw8, sizeof sw8, corr, sizeof corr, x, sizeof x) != 0)
+    if (sw_inject(sw8, sizeof sw8, corr, sizeof corr, x, sizeof x) != 0) {
         return NULL;
+    }
     const char *values[3] = {sw8, corr, x};
     struct curl_slist *list = NULL;
     for (const struct curl_slist *c = caller; c != NULL; c = c->next) {
         struct curl_slist *grown = f->append(list, c->data);
-        if (grown == NULL)
+        if (grown == NULL) {
             goto fail;
+        }
         list = grown;
     }
     for (int i = 0; i < 3; i++) {
-        if (values[i][0] == '\0')
+        if (values[i][0] == '\0') {
             continue;
+        }
         char line[SW_SW8_MAX + 32];
         snprintf(line, sizeof line, "%s%s", names[i], values[i]);
         struct curl_slist *grown = f->append(list, line);
-        if (grown == NULL)
+        if (grown == NULL) {
             goto fail;
+        }
         list = grown;
     }
     return list;
@@ -242,8 +255,9 @@ fail:
 void sw__curl_outcome_tag(const sw__curl_fns_t *f, CURL *h, CURLcode rc)
 {
     char *method = NULL;
-    if (f->getinfo(h, CURLINFO_EFFECTIVE_METHOD, &method) == CURLE_OK && method != NULL)
+    if (f->getinfo(h, CURLINFO_EFFECTIVE_METHOD, &method) == CURLE_OK && method != NULL) {
         sw_span_tag("http.method", method);
+    }
     long status = 0;
     if (f->getinfo(h, CURLINFO_RESPONSE_CODE, &status) == CURLE_OK && status != 0) {
         char digits[24];
@@ -273,8 +287,9 @@ CURLcode curl_easy_perform(CURL *h)
 {
     CURLcode (*real)(CURL *);
     SW__PRELOAD_REAL(real, "curl_easy_perform");
-    if (real == NULL)
+    if (real == NULL) {
         return CURLE_FAILED_INIT;
+    }
     sw__curl_fns_t f;
     if (sw__preload_busy || sw__curl_in_easy || !sw__curl_fns_resolve(&f) ||
         !sw__preload_agent_ready()) {

@@ -26,7 +26,7 @@ bool sw__curl_fns_resolve(sw__curl_fns_t *f);
 
 /* Set while this thread is inside the real curl_easy_perform, which drives a multi handle of
    its own: the multi interposers then only forward. */
-extern __thread bool sw__curl_in_easy;
+extern _Thread_local bool sw__curl_in_easy;
 
 /* Copies the URL the caller set on h (or "") into url and returns the caller's
    CURLOPT_HTTPHEADER list (NULL when none). Any thread; takes the handles lock briefly. */

@@ -64,8 +64,9 @@ static void transfer_finish(CURL *easy, CURLcode rc, bool done)
     (void)f.setopt(easy, CURLOPT_HTTPHEADER, t->caller);
     f.free_all(t->ours);
     sw__span_async_saved_t saved;
-    if (sw__span_async_resume(&t->span, &saved))
+    if (sw__span_async_resume(&t->span, &saved)) {
         sw__curl_outcome_tag(&f, easy, done ? rc : CURLE_OK);
+    }
     (void)sw__span_async_end(&t->span, &saved); /* false: another thread's span, left open */
     free(t);
 }
@@ -74,15 +75,18 @@ CURLMcode curl_multi_add_handle(CURLM *multi, CURL *easy)
 {
     CURLMcode (*real)(CURLM *, CURL *);
     SW__PRELOAD_REAL(real, "curl_multi_add_handle");
-    if (real == NULL)
+    if (real == NULL) {
         return CURLM_INTERNAL_ERROR;
+    }
     sw__curl_fns_t f;
     transfer_t *t = NULL;
     if (easy != NULL && !sw__preload_busy && !sw__curl_in_easy && sw__curl_fns_resolve(&f) &&
-        sw__preload_agent_ready())
+        sw__preload_agent_ready()) {
         t = calloc(1, sizeof *t);
-    if (t == NULL)
+    }
+    if (t == NULL) {
         return real(multi, easy);
+    }
     /* A handle added twice without removal: the first span is ended here. */
     transfer_finish(easy, CURLE_OK, false);
     char url[SW__CURL_URL_MAX], path[SW__CURL_URL_MAX], peer[512];
@@ -112,11 +116,13 @@ CURLMsg *curl_multi_info_read(CURLM *multi, int *msgs_in_queue)
 {
     CURLMsg *(*real)(CURLM *, int *);
     SW__PRELOAD_REAL(real, "curl_multi_info_read");
-    if (real == NULL)
+    if (real == NULL) {
         return NULL;
+    }
     CURLMsg *m = real(multi, msgs_in_queue);
-    if (m != NULL && m->msg == CURLMSG_DONE && !sw__curl_in_easy)
+    if (m != NULL && m->msg == CURLMSG_DONE && !sw__curl_in_easy) {
         transfer_finish(m->easy_handle, m->data.result, true);
+    }
     return m;
 }
 
@@ -124,9 +130,11 @@ CURLMcode curl_multi_remove_handle(CURLM *multi, CURL *easy)
 {
     CURLMcode (*real)(CURLM *, CURL *);
     SW__PRELOAD_REAL(real, "curl_multi_remove_handle");
-    if (real == NULL)
+    if (real == NULL) {
         return CURLM_INTERNAL_ERROR;
-    if (!sw__curl_in_easy)
+    }
+    if (!sw__curl_in_easy) {
         transfer_finish(easy, CURLE_OK, false);
+    }
     return real(multi, easy);
 }

@@ -22,8 +22,9 @@ sw__db_settings_t sw__db_settings = {SW__SQL_BODY_MAX_DEFAULT, false, true};
 static int bool_read(const char *name, bool *out)
 {
     const char *v = getenv(name);
-    if (v == NULL || v[0] == '\0')
+    if (v == NULL || v[0] == '\0') {
         return 0;
+    }
     if (strcasecmp(v, "true") == 0 || strcmp(v, "1") == 0) {
         *out = true;
     } else if (strcasecmp(v, "false") == 0 || strcmp(v, "0") == 0) {
@@ -56,21 +57,25 @@ int sw__db_settings_load(void)
             sw__db_settings.sql_body_max = (size_t)n;
         }
     }
-    if (bool_read("SW_PLUGIN_SQL_PARAMETERS", &sw__db_settings.sql_parameters) != 0)
+    if (bool_read("SW_PLUGIN_SQL_PARAMETERS", &sw__db_settings.sql_parameters) != 0) {
         rc = -1;
-    if (bool_read("SW_PLUGIN_REDIS_TRACE_KEY", &sw__db_settings.redis_trace_key) != 0)
+    }
+    if (bool_read("SW_PLUGIN_REDIS_TRACE_KEY", &sw__db_settings.redis_trace_key) != 0) {
         rc = -1;
+    }
     return rc;
 }
 
 /* len cut to at most max bytes, not inside a UTF-8 sequence. */
 static size_t utf8_cut(const char *s, size_t len, size_t max)
 {
-    if (len <= max)
+    if (len <= max) {
         return len;
+    }
     size_t n = max;
-    while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
+    while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80) {
         n--;
+    }
     return n;
 }
 
@@ -88,10 +93,12 @@ void sw__db_span_tags(int32_t component, const char *instance, const char *sql, 
     sw_span_set_layer(SW_LAYER_DATABASE);
     sw_span_set_component(component);
     sw_span_tag("db.type", "sql");
-    if (instance != NULL && instance[0] != '\0')
+    if (instance != NULL && instance[0] != '\0') {
         sw_span_tag("db.instance", instance);
-    if (sql != NULL)
+    }
+    if (sql != NULL) {
         tag_n("db.statement", sql, utf8_cut(sql, sql_len, sw__db_settings.sql_body_max));
+    }
 }
 
 const char *sw__db_params_format(char *buf, size_t size, int n, sw__db_param_fn value,
@@ -99,8 +106,9 @@ const char *sw__db_params_format(char *buf, size_t size, int n, sw__db_param_fn 
 {
     size_t max = sw__db_settings.sql_body_max < size - 1 ? sw__db_settings.sql_body_max : size - 1;
     size_t used = 0;
-    if (used < max)
+    if (used < max) {
         buf[used++] = '[';
+    }
     for (int i = 0; i < n && used < max; i++) {
         size_t len;
         const char *v = value(ctx, i, &len);
@@ -108,30 +116,34 @@ const char *sw__db_params_format(char *buf, size_t size, int n, sw__db_param_fn 
             v = "null";
             len = 4;
         }
-        if (i != 0)
+        if (i != 0) {
             buf[used++] = ',';
+        }
         size_t k = utf8_cut(v, len, max > used ? max - used : 0);
         memcpy(buf + used, v, k);
         used += k;
     }
-    if (used < max)
+    if (used < max) {
         buf[used++] = ']';
+    }
     buf[used] = '\0';
     return buf;
 }
 
 void sw__db_params_tag(int n, sw__db_param_fn value, const void *ctx)
 {
-    if (!sw__db_settings.sql_parameters || n <= 0)
+    if (!sw__db_settings.sql_parameters || n <= 0) {
         return;
+    }
     char buf[SQL_BODY_MAX_LIMIT + 1];
     sw_span_tag("db.sql.parameters", sw__db_params_format(buf, sizeof buf, n, value, ctx));
 }
 
 void sw__db_span_error(const char *kind, const char *message, size_t len)
 {
-    while (len > 0 && (message[len - 1] == '\n' || message[len - 1] == ' '))
+    while (len > 0 && (message[len - 1] == '\n' || message[len - 1] == ' ')) {
         len--; /* libpq and hiredis end messages with a newline */
+    }
     char esc[SW__LOG_ESCAPED_SIZE];
     sw__log_escape(esc, sizeof esc, message, len);
     sw_span_set_error(true);
@@ -183,8 +195,9 @@ void sw__cache_operation(char *buf, size_t size, const char *prefix, const char 
                          size_t cmd_len)
 {
     size_t p = strlen(prefix);
-    if (p + 2 > size)
+    if (p + 2 > size) {
         p = size - 2;
+    }
     memcpy(buf, prefix, p);
     cmd_lower(buf + p, size - p, cmd, cmd_len);
 }
@@ -197,10 +210,12 @@ void sw__cache_span_tags(const char *cmd, size_t cmd_len, const char *key, size_
     sw_span_set_component(SW__COMPONENT_REDIS);
     sw_span_tag("cache.type", "Redis");
     sw_span_tag("cache.cmd", lower);
-    if (cmd_in(lower, read_cmds, sizeof read_cmds / sizeof *read_cmds))
+    if (cmd_in(lower, read_cmds, sizeof read_cmds / sizeof *read_cmds)) {
         sw_span_tag("cache.op", "read");
-    else if (cmd_in(lower, write_cmds, sizeof write_cmds / sizeof *write_cmds))
+    } else if (cmd_in(lower, write_cmds, sizeof write_cmds / sizeof *write_cmds)) {
         sw_span_tag("cache.op", "write");
-    if (key != NULL && sw__db_settings.redis_trace_key)
+    }
+    if (key != NULL && sw__db_settings.redis_trace_key) {
         tag_n("cache.key", key, utf8_cut(key, key_len, sw__db_settings.sql_body_max));
+    }
 }

@@ -14,17 +14,20 @@ static sw__handle_node_t **bucket_of(sw__handle_map_t *map, const void *handle)
 
 sw__handle_node_t *sw__handle_map_find(sw__handle_map_t *map, const void *handle)
 {
-    for (sw__handle_node_t *n = *bucket_of(map, handle); n != NULL; n = n->next)
-        if (n->handle == handle)
+    for (sw__handle_node_t *n = *bucket_of(map, handle); n != NULL; n = n->next) {
+        if (n->handle == handle) {
             return n;
+        }
+    }
     return NULL;
 }
 
 sw__handle_node_t *sw__handle_map_get(sw__handle_map_t *map, const void *handle, size_t size)
 {
     sw__handle_node_t *n = sw__handle_map_find(map, handle);
-    if (n != NULL)
+    if (n != NULL) {
         return n;
+    }
     n = calloc(1, size);
     if (n != NULL) {
         n->handle = handle;

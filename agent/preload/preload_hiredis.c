@@ -60,10 +60,10 @@ static pthread_mutex_t ctxs_lock = PTHREAD_MUTEX_INITIALIZER;
 static sw__handle_map_t ctxs;
 
 /* Set while this thread runs a traced call (the recursion guard, see above). */
-static __thread bool in_call;
+static _Thread_local bool in_call;
 
 /* The peer of the last context this thread traced (getpeername is a system call). */
-static __thread struct {
+static _Thread_local struct {
     const redisContext *ctx;
     int fd;
     char peer[128];
@@ -82,15 +82,17 @@ static bool tracing(void)
 
 static const char *peer_of(const redisContext *c)
 {
-    if (tls_peer.ctx == c && tls_peer.fd == c->fd && tls_peer.peer[0] != '\0')
+    if (tls_peer.ctx == c && tls_peer.fd == c->fd && tls_peer.peer[0] != '\0') {
         return tls_peer.peer;
+    }
     tls_peer.ctx = c;
     tls_peer.fd = c->fd;
     tls_peer.peer[0] = '\0';
     struct sockaddr_storage ss;
     socklen_t len = sizeof ss;
-    if (c->fd < 0 || getpeername(c->fd, (struct sockaddr *)&ss, &len) != 0)
+    if (c->fd < 0 || getpeername(c->fd, (struct sockaddr *)&ss, &len) != 0) {
         return NULL;
+    }
     char host[INET6_ADDRSTRLEN];
     if (ss.ss_family == AF_INET) {
         const struct sockaddr_in *in = (const struct sockaddr_in *)(const void *)&ss;
@@ -112,13 +114,16 @@ static const char *peer_of(const redisContext *c)
 static bool resp_bulk(const char **p, const char *end, const char **s, size_t *len)
 {
     const char *q = *p;
-    if (q >= end || *q != '$')
+    if (q >= end || *q != '$') {
         return false;
+    }
     size_t n = 0;
-    for (q++; q < end && *q >= '0' && *q <= '9'; q++)
+    for (q++; q < end && *q >= '0' && *q <= '9'; q++) {
         n = n * 10 + (size_t)(*q - '0');
-    if (end - q < 2 || q[0] != '\r' || (size_t)(end - q - 2) < n)
+    }
+    if (end - q < 2 || q[0] != '\r' || (size_t)(end - q - 2) < n) {
         return false;
+    }
     *s = q + 2;
     *len = n;
     *p = q + 2 + n + 2;
@@ -130,20 +135,24 @@ static bool resp_view(const char *cmd, size_t len, command_view_t *v)
 {
     const char *end = cmd + len;
     const char *p = memchr(cmd, '\n', len);
-    if (cmd[0] != '*' || p == NULL)
+    if (cmd[0] != '*' || p == NULL) {
         return false;
+    }
     p++;
-    if (!resp_bulk(&p, end, &v->cmd, &v->cmd_len))
+    if (!resp_bulk(&p, end, &v->cmd, &v->cmd_len)) {
         return false;
-    if (!resp_bulk(&p, end, &v->key, &v->key_len))
+    }
+    if (!resp_bulk(&p, end, &v->key, &v->key_len)) {
         v->key = NULL;
+    }
     return true;
 }
 
 static bool argv_view(int argc, const char **argv, const size_t *argvlen, command_view_t *v)
 {
-    if (argc < 1 || argv == NULL || argv[0] == NULL)
+    if (argc < 1 || argv == NULL || argv[0] == NULL) {
         return false;
+    }
     v->cmd = argv[0];
     v->cmd_len = argvlen != NULL ? argvlen[0] : strlen(argv[0]);
     v->key = argc > 1 ? argv[1] : NULL;
@@ -163,25 +172,29 @@ static size_t word_len(const char *p)
 static bool format_view_fast(const char *fmt, va_list ap, command_view_t *v)
 {
     size_t n = word_len(fmt);
-    if (n == 0 || memchr(fmt, '%', n) != NULL)
+    if (n == 0 || memchr(fmt, '%', n) != NULL) {
         return false;
+    }
     v->cmd = fmt;
     v->cmd_len = n;
     v->key = NULL;
     v->key_len = 0;
     const char *k = fmt + n;
-    while (*k == ' ')
+    while (*k == ' ') {
         k++;
+    }
     size_t kn = word_len(k);
-    if (kn == 0)
+    if (kn == 0) {
         return true;
+    }
     if (memchr(k, '%', kn) == NULL) {
         v->key = k;
         v->key_len = kn;
         return true;
     }
-    if (kn != 2 || (k[1] != 's' && k[1] != 'b'))
+    if (kn != 2 || (k[1] != 's' && k[1] != 'b')) {
         return false;
+    }
     va_list copy;
     va_copy(copy, ap);
     v->key = va_arg(copy, const char *);
@@ -198,12 +211,15 @@ static bool format_view(const char *fmt, va_list ap, char **formatted, command_v
     int (*format)(char **, const char *, va_list);
     SW__PRELOAD_REAL(format, "redisvFormatCommand");
     *formatted = NULL;
-    if (fmt == NULL)
+    if (fmt == NULL) {
         return false;
-    if (format_view_fast(fmt, ap, v))
+    }
+    if (format_view_fast(fmt, ap, v)) {
         return true;
-    if (format == NULL)
+    }
+    if (format == NULL) {
         return false;
+    }
     va_list copy;
     va_copy(copy, ap);
     int n = format(formatted, fmt, copy);
@@ -215,8 +231,9 @@ static void formatted_free(char *formatted)
 {
     void (*release)(char *);
     SW__PRELOAD_REAL(release, "redisFreeCommand");
-    if (formatted != NULL && release != NULL)
+    if (formatted != NULL && release != NULL) {
         release(formatted);
+    }
 }
 
 static void span_begin(const redisContext *c, const command_view_t *v, int64_t since_ms)
@@ -274,8 +291,9 @@ static void *command_traced(redisContext *c, const char *format, va_list ap)
 {
     void *(*real)(redisContext *, const char *, va_list);
     SW__PRELOAD_REAL(real, "redisvCommand");
-    if (real == NULL)
+    if (real == NULL) {
         return NULL;
+    }
     char *formatted = NULL;
     command_view_t v;
     if (c == NULL || !tracing() || !format_view(format, ap, &formatted, &v)) {
@@ -309,11 +327,13 @@ void *redisCommandArgv(redisContext *c, int argc, const char **argv, const size_
 {
     void *(*real)(redisContext *, int, const char **, const size_t *);
     SW__PRELOAD_REAL(real, "redisCommandArgv");
-    if (real == NULL)
+    if (real == NULL) {
         return NULL;
+    }
     command_view_t v;
-    if (c == NULL || !tracing() || !argv_view(argc, argv, argvlen, &v))
+    if (c == NULL || !tracing() || !argv_view(argc, argv, argvlen, &v)) {
         return real(c, argc, argv, argvlen);
+    }
     span_begin(c, &v, 0);
     in_call = true;
     void *reply = real(c, argc, argv, argvlen);
@@ -330,23 +350,26 @@ void *redisCommandArgv(redisContext *c, int argc, const char **argv, const size_
 static void pending_push(const redisContext *c, const command_view_t *v, int64_t start_ms)
 {
     pending_t *p = malloc(sizeof *p);
-    if (p == NULL)
+    if (p == NULL) {
         return;
+    }
     p->next = NULL;
     p->start_ms = start_ms;
     p->cmd_len = v->cmd_len < CMD_MAX ? v->cmd_len : CMD_MAX;
     memcpy(p->cmd, v->cmd, p->cmd_len);
     p->has_key = v->key != NULL;
     p->key_len = p->has_key ? (v->key_len < KEY_MAX ? v->key_len : KEY_MAX) : 0;
-    if (p->has_key)
+    if (p->has_key) {
         memcpy(p->key, v->key, p->key_len);
+    }
     pthread_mutex_lock(&ctxs_lock);
     ctx_info_t *i = (ctx_info_t *)sw__handle_map_get(&ctxs, c, sizeof(ctx_info_t));
     if (i != NULL && i->count < PENDING_MAX) {
-        if (i->tail != NULL)
+        if (i->tail != NULL) {
             i->tail->next = p;
-        else
+        } else {
             i->head = p;
+        }
         i->tail = p;
         i->count++;
         p = NULL;
@@ -364,8 +387,9 @@ static pending_t *pending_pop(const redisContext *c)
     if (i != NULL && i->head != NULL) {
         p = i->head;
         i->head = p->next;
-        if (i->head == NULL)
+        if (i->head == NULL) {
             i->tail = NULL;
+        }
         i->count--;
     }
     pthread_mutex_unlock(&ctxs_lock);
@@ -376,8 +400,9 @@ int redisvAppendCommand(redisContext *c, const char *format, va_list ap)
 {
     int (*real)(redisContext *, const char *, va_list);
     SW__PRELOAD_REAL(real, "redisvAppendCommand");
-    if (real == NULL)
+    if (real == NULL) {
         return REDIS_ERR;
+    }
     char *formatted = NULL;
     command_view_t v;
     if (c == NULL || !tracing() || !format_view(format, ap, &formatted, &v)) {
@@ -388,8 +413,9 @@ int redisvAppendCommand(redisContext *c, const char *format, va_list ap)
     in_call = true;
     int rc = real(c, format, ap);
     in_call = false;
-    if (rc == REDIS_OK)
+    if (rc == REDIS_OK) {
         pending_push(c, &v, start);
+    }
     formatted_free(formatted);
     return rc;
 }
@@ -407,17 +433,20 @@ int redisAppendCommandArgv(redisContext *c, int argc, const char **argv, const s
 {
     int (*real)(redisContext *, int, const char **, const size_t *);
     SW__PRELOAD_REAL(real, "redisAppendCommandArgv");
-    if (real == NULL)
+    if (real == NULL) {
         return REDIS_ERR;
+    }
     command_view_t v;
-    if (c == NULL || !tracing() || !argv_view(argc, argv, argvlen, &v))
+    if (c == NULL || !tracing() || !argv_view(argc, argv, argvlen, &v)) {
         return real(c, argc, argv, argvlen);
+    }
     int64_t start = sw__span_clock_ms();
     in_call = true;
     int rc = real(c, argc, argv, argvlen);
     in_call = false;
-    if (rc == REDIS_OK)
+    if (rc == REDIS_OK) {
         pending_push(c, &v, start);
+    }
     return rc;
 }
 
@@ -425,17 +454,20 @@ int redisAppendFormattedCommand(redisContext *c, const char *cmd, size_t len)
 {
     int (*real)(redisContext *, const char *, size_t);
     SW__PRELOAD_REAL(real, "redisAppendFormattedCommand");
-    if (real == NULL)
+    if (real == NULL) {
         return REDIS_ERR;
+    }
     command_view_t v;
-    if (c == NULL || cmd == NULL || !tracing() || !resp_view(cmd, len, &v))
+    if (c == NULL || cmd == NULL || !tracing() || !resp_view(cmd, len, &v)) {
         return real(c, cmd, len);
+    }
     int64_t start = sw__span_clock_ms();
     in_call = true;
     int rc = real(c, cmd, len);
     in_call = false;
-    if (rc == REDIS_OK)
+    if (rc == REDIS_OK) {
         pending_push(c, &v, start);
+    }
     return rc;
 }
 
@@ -443,19 +475,23 @@ int redisGetReply(redisContext *c, void **reply)
 {
     int (*real)(redisContext *, void **);
     SW__PRELOAD_REAL(real, "redisGetReply");
-    if (real == NULL)
+    if (real == NULL) {
         return REDIS_ERR;
-    if (c == NULL || !tracing())
+    }
+    if (c == NULL || !tracing()) {
         return real(c, reply);
+    }
     in_call = true;
     int rc = real(c, reply);
     in_call = false;
     void *r = reply != NULL ? *reply : NULL;
-    if (rc == REDIS_OK && r == NULL)
+    if (rc == REDIS_OK && r == NULL) {
         return rc; /* a non-blocking context without a complete reply yet */
+    }
     pending_t *p = pending_pop(c);
-    if (p == NULL)
+    if (p == NULL) {
         return rc;
+    }
     command_view_t v = {p->cmd, p->has_key ? p->key : NULL, p->cmd_len, p->key_len};
     span_begin(c, &v, p->start_ms);
     span_end(c, rc == REDIS_OK ? r : NULL, rc != REDIS_OK);
@@ -477,8 +513,10 @@ void redisFree(redisContext *c)
         }
         free(found);
     }
-    if (tls_peer.ctx == c)
+    if (tls_peer.ctx == c) {
         tls_peer.ctx = NULL;
-    if (real != NULL)
+    }
+    if (real != NULL) {
         real(c);
+    }
 }

@@ -16,7 +16,7 @@
 #include "preload.h"
 #include "preload_db.h"
 
-__thread bool sw__preload_busy;
+_Thread_local bool sw__preload_busy;
 
 /* The configuration read by the constructor; read-only afterwards (global: the preload has no
    other place to keep it between the constructor and the first traced call). */
@@ -38,7 +38,7 @@ typedef struct pending {
     sw_snapshot_t snap;
 } pending_t;
 
-static __thread pending_t *tls_pending;
+static _Thread_local pending_t *tls_pending;
 static pthread_key_t pending_key;
 
 void *sw__preload_real(_Atomic(void *) *slot, const char *name, const char *version)
@@ -46,12 +46,15 @@ void *sw__preload_real(_Atomic(void *) *slot, const char *name, const char *vers
     /* relaxed: the pointer is to code the loader mapped before; any thread may resolve it
        again and gets the same value. */
     void *p = atomic_load_explicit(slot, memory_order_relaxed);
-    if (p != NULL)
+    if (p != NULL) {
         return p;
-    if (version != NULL)
+    }
+    if (version != NULL) {
         p = dlvsym(RTLD_NEXT, name, version);
-    if (p == NULL)
+    }
+    if (p == NULL) {
         p = dlsym(RTLD_NEXT, name);
+    }
     atomic_store_explicit(slot, p, memory_order_relaxed);
     return p;
 }
@@ -71,10 +74,12 @@ static void pending_set(pending_t *p)
 void sw__preload_pending_apply(const sw__span_mark_t *mark, bool link)
 {
     pending_t *p = tls_pending;
-    if (p == NULL || mark->segment == NULL)
+    if (p == NULL || mark->segment == NULL) {
         return;
-    if (link && mark->span_id == 0)
+    }
+    if (link && mark->span_id == 0) {
         (void)sw_continue(&p->snap);
+    }
     pending_set(NULL);
     free(p);
 }
@@ -93,10 +98,12 @@ bool sw__preload_agent_ready(void)
 {
     /* acquire: partner of the release store below; the agent is started when it reads 1. */
     int s = atomic_load_explicit(&agent_state, memory_order_acquire);
-    if (__builtin_expect(s == 1, 1))
+    if (__builtin_expect(s == 1, 1)) {
         return sw_enabled();
-    if (s == 2 || sw__preload_busy)
+    }
+    if (s == 2 || sw__preload_busy) {
         return false;
+    }
     pthread_mutex_lock(&start_lock);
     s = atomic_load_explicit(&agent_state, memory_order_relaxed);
     if (s == 0) {
@@ -128,8 +135,9 @@ static void fork_parent(void)
 static void fork_child(void)
 {
     pthread_mutex_unlock(&start_lock);
-    if (atomic_load_explicit(&agent_state, memory_order_relaxed) == 1)
+    if (atomic_load_explicit(&agent_state, memory_order_relaxed) == 1) {
         atomic_store_explicit(&agent_state, 0, memory_order_relaxed);
+    }
     created_file = false;
 }
 
@@ -150,14 +158,16 @@ __attribute__((constructor)) static void preload_start(void)
    never produced a segment leaves no empty file behind. */
 __attribute__((destructor)) static void preload_stop(void)
 {
-    if (!created_file)
+    if (!created_file) {
         return;
+    }
     sw_stats_t st;
     sw_stats(&st);
     struct stat fs;
     if (!sw_enabled() && st.segments_reported == 0 && stat(config.file_path, &fs) == 0 &&
-        fs.st_size == 0)
+        fs.st_size == 0) {
         (void)unlink(config.file_path);
+    }
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -167,8 +177,9 @@ __attribute__((destructor)) static void preload_stop(void)
 /* A capture of the calling thread's active span, or NULL (no span, agent off, no memory). */
 static pending_t *pending_capture(void)
 {
-    if (sw__preload_busy || !sw_enabled())
+    if (sw__preload_busy || !sw_enabled()) {
         return NULL;
+    }
     pending_t *p = malloc(sizeof *p);
     if (p != NULL && sw_capture(&p->snap) != 0) {
         free(p);
@@ -189,10 +200,11 @@ pid_t fork(void)
     }
     pending_t *p = pending_capture();
     pid_t pid = real();
-    if (pid == 0 && p != NULL)
+    if (pid == 0 && p != NULL) {
         pending_set(p); /* the child's first segment continues the span that forked it */
-    else
+    } else {
         free(p);
+    }
     return pid;
 }
 
@@ -210,18 +222,22 @@ int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*start)
     static _Atomic(void *) real_slot;
     int (*real)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
     void *sym = sw__preload_real(&real_slot, "pthread_create", "GLIBC_2.34");
-    if (sym == NULL)
+    if (sym == NULL) {
         sym = sw__preload_real(&real_slot, "pthread_create", "GLIBC_2.2.5");
+    }
     memcpy(&real, &sym, sizeof sym);
-    if (real == NULL)
+    if (real == NULL) {
         return EAGAIN;
+    }
     pending_t *p = pending_capture();
-    if (p == NULL)
+    if (p == NULL) {
         return real(thread, attr, start, arg);
+    }
     p->start = start;
     p->arg = arg;
     int rc = real(thread, attr, thread_trampoline, p);
-    if (rc != 0)
+    if (rc != 0) {
         free(p);
+    }
     return rc;
 }

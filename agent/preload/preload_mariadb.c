@@ -40,7 +40,7 @@ static pthread_mutex_t infos_lock = PTHREAD_MUTEX_INITIALIZER;
 static sw__handle_map_t infos;
 
 /* Set while this thread runs a traced call (the recursion guard, see above). */
-static __thread bool in_call;
+static _Thread_local bool in_call;
 
 typedef struct my_fns {
     my_bool (*get_info)(MYSQL *, enum mariadb_value, void *, ...);
@@ -66,8 +66,9 @@ static bool tracing(my_fns_t *f)
 /* The node of h, created when `create`; infos_lock held. */
 static handle_info_t *info_find(const void *h, bool create)
 {
-    if (create)
+    if (create) {
         return (handle_info_t *)sw__handle_map_get(&infos, h, sizeof(handle_info_t));
+    }
     return (handle_info_t *)sw__handle_map_find(&infos, h);
 }
 
@@ -76,15 +77,17 @@ static void info_forget(const void *h)
     pthread_mutex_lock(&infos_lock);
     handle_info_t *found = (handle_info_t *)sw__handle_map_take(&infos, h);
     pthread_mutex_unlock(&infos_lock);
-    if (found != NULL)
+    if (found != NULL) {
         free(found->sql);
+    }
     free(found);
 }
 
 static char *sql_copy(const char *q, size_t len)
 {
-    if (q == NULL)
+    if (q == NULL) {
         return NULL;
+    }
     return strndup(q, len < sw__db_settings.sql_body_max ? len : sw__db_settings.sql_body_max);
 }
 
@@ -95,11 +98,12 @@ static void peer_format(const my_fns_t *f, MYSQL *m, char *peer, size_t size)
     (void)f->get_info(m, MARIADB_CONNECTION_HOST, &host);
     (void)f->get_info(m, MARIADB_CONNECTION_UNIX_SOCKET, &sock);
     (void)f->get_info(m, MARIADB_CONNECTION_PORT, &port);
-    if ((host == NULL || strcmp(host, "localhost") == 0) && sock != NULL && sock[0] != '\0')
+    if ((host == NULL || strcmp(host, "localhost") == 0) && sock != NULL && sock[0] != '\0') {
         snprintf(peer, size, "%s", sock);
-    else
+    } else {
         snprintf(peer, size, "%s:%u", host != NULL && host[0] != '\0' ? host : "localhost",
                  port != 0 ? port : 3306);
+    }
 }
 
 /* Begins a span on connection m and sets its tags. */
@@ -119,8 +123,9 @@ static void span_begin(const my_fns_t *f, MYSQL *m, const char *op, const char *
 /* Ends the active span; `failed` with the server's message `msg`. */
 static void span_end(bool failed, const char *msg)
 {
-    if (failed)
+    if (failed) {
         sw__db_span_error("Mysql", msg != NULL ? msg : "", msg != NULL ? strlen(msg) : 0);
+    }
     sw_span_end();
 }
 
@@ -128,11 +133,13 @@ int mysql_real_query(MYSQL *mysql, const char *q, unsigned long length)
 {
     int (*real)(MYSQL *, const char *, unsigned long);
     SW__PRELOAD_REAL(real, "mysql_real_query");
-    if (real == NULL)
+    if (real == NULL) {
         return 1;
+    }
     my_fns_t f;
-    if (mysql == NULL || !tracing(&f))
+    if (mysql == NULL || !tracing(&f)) {
         return real(mysql, q, length);
+    }
     span_begin(&f, mysql, "Mysql/libmariadb/mysql_real_query", q, q != NULL ? length : 0, 0);
     in_call = true;
     int rc = real(mysql, q, length);
@@ -145,11 +152,13 @@ int mysql_query(MYSQL *mysql, const char *q)
 {
     int (*real)(MYSQL *, const char *);
     SW__PRELOAD_REAL(real, "mysql_query");
-    if (real == NULL)
+    if (real == NULL) {
         return 1;
+    }
     my_fns_t f;
-    if (mysql == NULL || !tracing(&f))
+    if (mysql == NULL || !tracing(&f)) {
         return real(mysql, q);
+    }
     span_begin(&f, mysql, "Mysql/libmariadb/mysql_query", q, q != NULL ? strlen(q) : 0, 0);
     in_call = true;
     int rc = real(mysql, q);
@@ -162,18 +171,21 @@ int mysql_send_query(MYSQL *mysql, const char *q, unsigned long length)
 {
     int (*real)(MYSQL *, const char *, unsigned long);
     SW__PRELOAD_REAL(real, "mysql_send_query");
-    if (real == NULL)
+    if (real == NULL) {
         return 1;
+    }
     my_fns_t f;
-    if (mysql == NULL || !tracing(&f))
+    if (mysql == NULL || !tracing(&f)) {
         return real(mysql, q, length);
+    }
     int64_t start = sw__span_clock_ms();
     in_call = true;
     int rc = real(mysql, q, length);
     in_call = false;
     char *sql = rc == 0 ? sql_copy(q, length) : NULL;
-    if (sql == NULL)
+    if (sql == NULL) {
         return rc;
+    }
     pthread_mutex_lock(&infos_lock);
     handle_info_t *i = info_find(mysql, true);
     if (i != NULL) {
@@ -191,11 +203,13 @@ my_bool mysql_read_query_result(MYSQL *mysql)
 {
     my_bool (*real)(MYSQL *);
     SW__PRELOAD_REAL(real, "mysql_read_query_result");
-    if (real == NULL)
+    if (real == NULL) {
         return 1;
+    }
     my_fns_t f;
-    if (mysql == NULL || !tracing(&f))
+    if (mysql == NULL || !tracing(&f)) {
         return real(mysql);
+    }
     in_call = true;
     my_bool rc = real(mysql);
     in_call = false;
@@ -224,8 +238,9 @@ void mysql_close(MYSQL *mysql)
     void (*real)(MYSQL *);
     SW__PRELOAD_REAL(real, "mysql_close");
     info_forget(mysql);
-    if (real != NULL)
+    if (real != NULL) {
         real(mysql);
+    }
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -236,11 +251,13 @@ int mysql_stmt_prepare(MYSQL_STMT *stmt, const char *query, unsigned long length
 {
     int (*real)(MYSQL_STMT *, const char *, unsigned long);
     SW__PRELOAD_REAL(real, "mysql_stmt_prepare");
-    if (real == NULL)
+    if (real == NULL) {
         return 1;
+    }
     my_fns_t f;
-    if (stmt == NULL || stmt->mysql == NULL || !tracing(&f))
+    if (stmt == NULL || stmt->mysql == NULL || !tracing(&f)) {
         return real(stmt, query, length);
+    }
     MYSQL *m = stmt->mysql;
     span_begin(&f, m, "Mysql/libmariadb/mysql_stmt_prepare", query, query != NULL ? length : 0, 0);
     in_call = true;
@@ -266,14 +283,16 @@ my_bool mysql_stmt_bind_param(MYSQL_STMT *stmt, MYSQL_BIND *bnd)
 {
     my_bool (*real)(MYSQL_STMT *, MYSQL_BIND *);
     SW__PRELOAD_REAL(real, "mysql_stmt_bind_param");
-    if (real == NULL)
+    if (real == NULL) {
         return 1;
+    }
     my_bool rc = real(stmt, bnd);
     if (rc == 0 && sw__db_settings.sql_parameters) {
         pthread_mutex_lock(&infos_lock);
         handle_info_t *i = info_find(stmt, false);
-        if (i != NULL)
+        if (i != NULL) {
             i->bind = bnd;
+        }
         pthread_mutex_unlock(&infos_lock);
     }
     return rc;
@@ -290,8 +309,9 @@ static const char *bind_text(const void *ctx, int i, size_t *len)
     bind_view_t *v = (bind_view_t *)(uintptr_t)ctx; /* the view is the caller's scratch */
     const MYSQL_BIND *b = &v->bind[i];
     if ((b->is_null != NULL && *b->is_null) || b->buffer_type == MYSQL_TYPE_NULL ||
-        b->buffer == NULL)
+        b->buffer == NULL) {
         return NULL;
+    }
     switch (b->buffer_type) {
     case MYSQL_TYPE_STRING:
     case MYSQL_TYPE_VAR_STRING:
@@ -326,11 +346,13 @@ int mysql_stmt_execute(MYSQL_STMT *stmt)
 {
     int (*real)(MYSQL_STMT *);
     SW__PRELOAD_REAL(real, "mysql_stmt_execute");
-    if (real == NULL)
+    if (real == NULL) {
         return 1;
+    }
     my_fns_t f;
-    if (stmt == NULL || !tracing(&f))
+    if (stmt == NULL || !tracing(&f)) {
         return real(stmt);
+    }
     char *sql = NULL;
     const MYSQL_BIND *bind = NULL;
     MYSQL *m = stmt->mysql;

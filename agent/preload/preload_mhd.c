@@ -43,7 +43,7 @@ typedef struct handler_call {
     bool queued;
 } handler_call_t;
 
-static __thread handler_call_t *tls_call;
+static _Thread_local handler_call_t *tls_call;
 
 #define REAL(var, name)                                    \
     do {                                                   \
@@ -66,8 +66,9 @@ static size_t ipv4_format(const struct in_addr *addr, char *out)
     const unsigned char *b = (const unsigned char *)&addr->s_addr;
     size_t n = 0;
     for (int i = 0; i < 4; i++) {
-        if (i != 0)
+        if (i != 0) {
             out[n++] = '.';
+        }
         n += sw__u64_to_dec(b[i], out + n);
     }
     return n;
@@ -83,8 +84,9 @@ static void peer_set(struct MHD_Connection *c)
     REAL(info, "MHD_get_connection_info");
     const union MHD_ConnectionInfo *ci =
         info != NULL ? info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS) : NULL;
-    if (ci == NULL || ci->client_addr == NULL)
+    if (ci == NULL || ci->client_addr == NULL) {
         return;
+    }
     const struct sockaddr *sa = ci->client_addr;
     /* Room: "[" + 45 + "]:" + 21 (sw__u64_to_dec writes up to 20 digits and a NUL). */
     char peer[INET6_ADDRSTRLEN + 32];
@@ -97,8 +99,9 @@ static void peer_set(struct MHD_Connection *c)
     } else if (sa->sa_family == AF_INET6) {
         const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)(const void *)sa;
         peer[n++] = '[';
-        if (inet_ntop(AF_INET6, &in6->sin6_addr, peer + n, sizeof peer - n) == NULL)
+        if (inet_ntop(AF_INET6, &in6->sin6_addr, peer + n, sizeof peer - n) == NULL) {
             return;
+        }
         n += strlen(peer + n);
         peer[n++] = ']';
         port = ntohs(in6->sin6_port);
@@ -116,9 +119,10 @@ static enum MHD_Result handler_traced(void *cls, struct MHD_Connection *connecti
                                       void **con_cls)
 {
     handler_wrap_t *w = cls;
-    if (sw__preload_busy || tls_call != NULL || !sw__preload_agent_ready())
+    if (sw__preload_busy || tls_call != NULL || !sw__preload_agent_ready()) {
         return w->handler(w->handler_cls, connection, url, method, version, upload_data,
                           upload_data_size, con_cls);
+    }
     sw__span_mark_t mark;
     sw__span_begin_entry_marked(url, header_get(connection, "sw8"),
                                 header_get(connection, "sw8-correlation"),
@@ -129,8 +133,9 @@ static enum MHD_Result handler_traced(void *cls, struct MHD_Connection *connecti
     enum MHD_Result r = w->handler(w->handler_cls, connection, url, method, version, upload_data,
                                    upload_data_size, con_cls);
     tls_call = NULL;
-    if (!call.queued && sw__span_discard_marked(&mark))
+    if (!call.queued && sw__span_discard_marked(&mark)) {
         return r;
+    }
     sw_span_set_layer(SW_LAYER_HTTP);
     sw_span_set_component(SW__COMPONENT_HTTP);
     peer_set(connection);
@@ -140,8 +145,9 @@ static enum MHD_Result handler_traced(void *cls, struct MHD_Connection *connecti
         char digits[24];
         sw__u64_to_dec(call.status, digits);
         sw_span_tag("http.status_code", digits);
-        if (call.status >= 400)
+        if (call.status >= 400) {
             sw_span_set_error(true);
+        }
     }
     sw_span_end();
     return r;
@@ -152,8 +158,9 @@ enum MHD_Result MHD_queue_response(struct MHD_Connection *connection, unsigned i
 {
     enum MHD_Result (*real)(struct MHD_Connection *, unsigned int, struct MHD_Response *);
     REAL(real, "MHD_queue_response");
-    if (real == NULL)
+    if (real == NULL) {
         return MHD_NO;
+    }
     enum MHD_Result r = real(connection, status_code, response);
     handler_call_t *call = tls_call;
     if (call != NULL && call->connection == connection && r == MHD_YES) {
@@ -172,13 +179,16 @@ static struct MHD_Daemon *daemon_start(unsigned int flags, uint16_t port,
 {
     start_va_fn real;
     REAL(real, "MHD_start_daemon_va");
-    if (real == NULL)
+    if (real == NULL) {
         return NULL;
+    }
     handler_wrap_t *w = NULL;
-    if (dh != NULL && !sw__preload_busy && sw__preload_agent_ready())
+    if (dh != NULL && !sw__preload_busy && sw__preload_agent_ready()) {
         w = malloc(sizeof *w);
-    if (w == NULL)
+    }
+    if (w == NULL) {
         return real(flags, port, apc, apc_cls, dh, dh_cls, ap);
+    }
     w->handler = dh;
     w->handler_cls = dh_cls;
     struct MHD_Daemon *d = real(flags, port, apc, apc_cls, handler_traced, w, ap);
@@ -215,8 +225,9 @@ void MHD_stop_daemon(struct MHD_Daemon *daemon)
 {
     void (*real)(struct MHD_Daemon *);
     REAL(real, "MHD_stop_daemon");
-    if (real != NULL)
+    if (real != NULL) {
         real(daemon); /* its threads are gone when it returns: the wrapper is unused */
+    }
     handler_wrap_t *found = NULL;
     pthread_mutex_lock(&wraps_lock);
     for (handler_wrap_t **pp = &wraps; *pp != NULL; pp = &(*pp)->next) {

@@ -60,7 +60,7 @@ static pthread_mutex_t conns_lock = PTHREAD_MUTEX_INITIALIZER;
 static sw__handle_map_t conns;
 
 /* Set while this thread runs a traced libpq call (the recursion guard, see above). */
-static __thread bool in_call;
+static _Thread_local bool in_call;
 
 typedef struct pq_fns {
     char *(*host)(const PGconn *);
@@ -74,7 +74,7 @@ typedef struct pq_fns {
 
 /* The peer of the connection this thread traced last, keyed by the connection and its server
    process (a freed PGconn's address may be reused by a new connection). */
-static __thread struct {
+static _Thread_local struct {
     const PGconn *conn;
     int backend_pid;
     char peer[512];
@@ -96,8 +96,9 @@ static bool fns_resolve(pq_fns_t *f)
 /* The node of c, created when `create`; conns_lock held. */
 static conn_info_t *info_find(const PGconn *c, bool create)
 {
-    if (create)
+    if (create) {
         return (conn_info_t *)sw__handle_map_get(&conns, c, sizeof(conn_info_t));
+    }
     return (conn_info_t *)sw__handle_map_find(&conns, c);
 }
 
@@ -118,28 +119,32 @@ static bool tracing(pq_fns_t *f)
 static const char *peer_of(const pq_fns_t *f, const PGconn *conn)
 {
     int pid = f->backend_pid(conn);
-    if (tls_peer.conn == conn && tls_peer.backend_pid == pid && pid != 0)
+    if (tls_peer.conn == conn && tls_peer.backend_pid == pid && pid != 0) {
         return tls_peer.peer;
+    }
     char *peer = tls_peer.peer;
     size_t size = sizeof tls_peer.peer;
     tls_peer.conn = conn;
     tls_peer.backend_pid = pid;
     const char *host = f->host(conn);
     const char *port = f->port(conn);
-    if (port == NULL || port[0] == '\0')
+    if (port == NULL || port[0] == '\0') {
         port = "5432";
-    if (host != NULL && host[0] == '/')
+    }
+    if (host != NULL && host[0] == '/') {
         snprintf(peer, size, "%s/.s.PGSQL.%s", host, port);
-    else
+    } else {
         snprintf(peer, size, "%s:%s", host != NULL && host[0] != '\0' ? host : "localhost", port);
+    }
     return peer;
 }
 
 static const char *param_text(const void *ctx, int i, size_t *len)
 {
     const char *const *values = ctx;
-    if (values[i] != NULL)
+    if (values[i] != NULL) {
         *len = strlen(values[i]);
+    }
     return values[i];
 }
 
@@ -147,14 +152,16 @@ static const char *param_text(const void *ctx, int i, size_t *len)
    format are written as "(binary)". */
 static char *params_copy(int n, const char *const *values, const int *formats)
 {
-    if (!sw__db_settings.sql_parameters || n <= 0 || values == NULL)
+    if (!sw__db_settings.sql_parameters || n <= 0 || values == NULL) {
         return NULL;
+    }
     const char **shown = malloc((size_t)n * sizeof *shown);
     char *buf = malloc(SW__SQL_BODY_MAX_LIMIT + 1);
     if (shown != NULL && buf != NULL) {
-        for (int i = 0; i < n; i++)
+        for (int i = 0; i < n; i++) {
             shown[i] =
                 formats != NULL && formats[i] != 0 && values[i] != NULL ? "(binary)" : values[i];
+        }
         sw__db_params_format(buf, SW__SQL_BODY_MAX_LIMIT + 1, n, param_text, shown);
     } else {
         free(buf);
@@ -184,12 +191,14 @@ static bool result_failed(const pq_fns_t *f, const PGresult *r)
 static void span_end(const pq_fns_t *f, const PGconn *conn, const PGresult *r)
 {
     const char *msg = NULL;
-    if (r == NULL)
+    if (r == NULL) {
         msg = f->conn_error(conn);
-    else if (result_failed(f, r))
+    } else if (result_failed(f, r)) {
         msg = f->result_error(r);
-    if (msg != NULL)
+    }
+    if (msg != NULL) {
         sw__db_span_error("PostgreSQL", msg, strlen(msg));
+    }
     sw_span_end();
 }
 
@@ -211,17 +220,21 @@ static char *prepared_sql(const PGconn *conn, const char *name)
 
 static void prepared_remember(const PGconn *conn, const char *name, const char *sql)
 {
-    if (sql == NULL)
+    if (sql == NULL) {
         return;
+    }
     size_t len = strlen(sql);
-    if (len > sw__db_settings.sql_body_max)
+    if (len > sw__db_settings.sql_body_max) {
         len = sw__db_settings.sql_body_max;
+    }
     pthread_mutex_lock(&conns_lock);
     conn_info_t *i = info_find(conn, true);
     prepared_t *p = NULL;
-    for (p = i != NULL ? i->prepared : NULL; p != NULL; p = p->next)
-        if (strcmp(p->name, name != NULL ? name : "") == 0)
+    for (p = i != NULL ? i->prepared : NULL; p != NULL; p = p->next) {
+        if (strcmp(p->name, name != NULL ? name : "") == 0) {
             break;
+        }
+    }
     if (p == NULL && i != NULL && i->prepared_count < PREPARED_MAX &&
         (p = calloc(1, sizeof *p)) != NULL) {
         p->name = strdup(name != NULL ? name : "");
@@ -244,8 +257,9 @@ static char *prepared_statement(const PGconn *conn, const char *name)
     if (sql == NULL) {
         size_t n = strlen(name != NULL ? name : "") + 9;
         sql = malloc(n);
-        if (sql != NULL)
+        if (sql != NULL) {
             snprintf(sql, n, "EXECUTE %s", name != NULL ? name : "");
+        }
     }
     return sql;
 }
@@ -258,11 +272,13 @@ PGresult *PQexec(PGconn *conn, const char *query)
 {
     PGresult *(*real)(PGconn *, const char *);
     SW__PRELOAD_REAL(real, "PQexec");
-    if (real == NULL)
+    if (real == NULL) {
         return NULL;
+    }
     pq_fns_t f;
-    if (conn == NULL || !tracing(&f))
+    if (conn == NULL || !tracing(&f)) {
         return real(conn, query);
+    }
     span_begin(&f, conn, "PostgreSQL/libpq/PQexec", query, 0);
     in_call = true;
     PGresult *r = real(conn, query);
@@ -278,16 +294,19 @@ PGresult *PQexecParams(PGconn *conn, const char *command, int nParams, const Oid
     PGresult *(*real)(PGconn *, const char *, int, const Oid *, const char *const *, const int *,
                       const int *, int);
     SW__PRELOAD_REAL(real, "PQexecParams");
-    if (real == NULL)
+    if (real == NULL) {
         return NULL;
+    }
     pq_fns_t f;
-    if (conn == NULL || !tracing(&f))
+    if (conn == NULL || !tracing(&f)) {
         return real(conn, command, nParams, paramTypes, paramValues, paramLengths, paramFormats,
                     resultFormat);
+    }
     span_begin(&f, conn, "PostgreSQL/libpq/PQexecParams", command, 0);
     char *params = params_copy(nParams, paramValues, paramFormats);
-    if (params != NULL)
+    if (params != NULL) {
         sw_span_tag("db.sql.parameters", params);
+    }
     free(params);
     in_call = true;
     PGresult *r = real(conn, command, nParams, paramTypes, paramValues, paramLengths, paramFormats,
@@ -302,17 +321,20 @@ PGresult *PQprepare(PGconn *conn, const char *stmtName, const char *query, int n
 {
     PGresult *(*real)(PGconn *, const char *, const char *, int, const Oid *);
     SW__PRELOAD_REAL(real, "PQprepare");
-    if (real == NULL)
+    if (real == NULL) {
         return NULL;
+    }
     pq_fns_t f;
-    if (conn == NULL || !tracing(&f))
+    if (conn == NULL || !tracing(&f)) {
         return real(conn, stmtName, query, nParams, paramTypes);
+    }
     span_begin(&f, conn, "PostgreSQL/libpq/PQprepare", query, 0);
     in_call = true;
     PGresult *r = real(conn, stmtName, query, nParams, paramTypes);
     in_call = false;
-    if (r != NULL && !result_failed(&f, r))
+    if (r != NULL && !result_failed(&f, r)) {
         prepared_remember(conn, stmtName, query);
+    }
     span_end(&f, conn, r);
     return r;
 }
@@ -324,17 +346,20 @@ PGresult *PQexecPrepared(PGconn *conn, const char *stmtName, int nParams,
     PGresult *(*real)(PGconn *, const char *, int, const char *const *, const int *, const int *,
                       int);
     SW__PRELOAD_REAL(real, "PQexecPrepared");
-    if (real == NULL)
+    if (real == NULL) {
         return NULL;
+    }
     pq_fns_t f;
-    if (conn == NULL || !tracing(&f))
+    if (conn == NULL || !tracing(&f)) {
         return real(conn, stmtName, nParams, paramValues, paramLengths, paramFormats, resultFormat);
+    }
     char *sql = prepared_statement(conn, stmtName);
     span_begin(&f, conn, "PostgreSQL/libpq/PQexecPrepared", sql, 0);
     free(sql);
     char *params = params_copy(nParams, paramValues, paramFormats);
-    if (params != NULL)
+    if (params != NULL) {
         sw_span_tag("db.sql.parameters", params);
+    }
     free(params);
     in_call = true;
     PGresult *r =
@@ -353,8 +378,9 @@ static void pending_start(const PGconn *conn, const char *op, char *sql, char *p
                           int64_t start_ms)
 {
     size_t len = sql != NULL ? strlen(sql) : 0;
-    if (len > sw__db_settings.sql_body_max && sql != NULL)
+    if (len > sw__db_settings.sql_body_max && sql != NULL) {
         sql[len = sw__db_settings.sql_body_max] = '\0';
+    }
     pthread_mutex_lock(&conns_lock);
     conn_info_t *i = info_find(conn, true);
     if (i != NULL) {
@@ -371,9 +397,9 @@ static void pending_start(const PGconn *conn, const char *op, char *sql, char *p
 static int send_traced(const PGconn *conn, int rc, const char *op, char *sql, char *params,
                        int64_t start_ms)
 {
-    if (rc == 1)
+    if (rc == 1) {
         pending_start(conn, op, sql, params, start_ms);
-    else {
+    } else {
         free(sql);
         free(params);
     }
@@ -384,11 +410,13 @@ int PQsendQuery(PGconn *conn, const char *query)
 {
     int (*real)(PGconn *, const char *);
     SW__PRELOAD_REAL(real, "PQsendQuery");
-    if (real == NULL)
+    if (real == NULL) {
         return 0;
+    }
     pq_fns_t f;
-    if (conn == NULL || !tracing(&f))
+    if (conn == NULL || !tracing(&f)) {
         return real(conn, query);
+    }
     int64_t start = sw__span_clock_ms();
     in_call = true;
     int rc = real(conn, query);
@@ -404,12 +432,14 @@ int PQsendQueryParams(PGconn *conn, const char *command, int nParams, const Oid 
     int (*real)(PGconn *, const char *, int, const Oid *, const char *const *, const int *,
                 const int *, int);
     SW__PRELOAD_REAL(real, "PQsendQueryParams");
-    if (real == NULL)
+    if (real == NULL) {
         return 0;
+    }
     pq_fns_t f;
-    if (conn == NULL || !tracing(&f))
+    if (conn == NULL || !tracing(&f)) {
         return real(conn, command, nParams, paramTypes, paramValues, paramLengths, paramFormats,
                     resultFormat);
+    }
     int64_t start = sw__span_clock_ms();
     in_call = true;
     int rc = real(conn, command, nParams, paramTypes, paramValues, paramLengths, paramFormats,
@@ -425,17 +455,20 @@ int PQsendPrepare(PGconn *conn, const char *stmtName, const char *query, int nPa
 {
     int (*real)(PGconn *, const char *, const char *, int, const Oid *);
     SW__PRELOAD_REAL(real, "PQsendPrepare");
-    if (real == NULL)
+    if (real == NULL) {
         return 0;
+    }
     pq_fns_t f;
-    if (conn == NULL || !tracing(&f))
+    if (conn == NULL || !tracing(&f)) {
         return real(conn, stmtName, query, nParams, paramTypes);
+    }
     int64_t start = sw__span_clock_ms();
     in_call = true;
     int rc = real(conn, stmtName, query, nParams, paramTypes);
     in_call = false;
-    if (rc == 1)
+    if (rc == 1) {
         prepared_remember(conn, stmtName, query);
+    }
     return send_traced(conn, rc, "PostgreSQL/libpq/PQsendPrepare",
                        query != NULL ? strdup(query) : NULL, NULL, start);
 }
@@ -446,11 +479,13 @@ int PQsendQueryPrepared(PGconn *conn, const char *stmtName, int nParams,
 {
     int (*real)(PGconn *, const char *, int, const char *const *, const int *, const int *, int);
     SW__PRELOAD_REAL(real, "PQsendQueryPrepared");
-    if (real == NULL)
+    if (real == NULL) {
         return 0;
+    }
     pq_fns_t f;
-    if (conn == NULL || !tracing(&f))
+    if (conn == NULL || !tracing(&f)) {
         return real(conn, stmtName, nParams, paramValues, paramLengths, paramFormats, resultFormat);
+    }
     int64_t start = sw__span_clock_ms();
     in_call = true;
     int rc = real(conn, stmtName, nParams, paramValues, paramLengths, paramFormats, resultFormat);
@@ -478,14 +513,17 @@ static void pending_result(const pq_fns_t *f, const PGconn *conn, const PGresult
         }
     }
     pthread_mutex_unlock(&conns_lock);
-    if (!done.active)
+    if (!done.active) {
         return;
+    }
     span_begin(f, conn, done.op, done.sql, done.start_ms);
-    if (done.params != NULL)
+    if (done.params != NULL) {
         sw_span_tag("db.sql.parameters", done.params);
-    if (done.failed)
+    }
+    if (done.failed) {
         sw__db_span_error("PostgreSQL", done.error != NULL ? done.error : "",
                           done.error != NULL ? strlen(done.error) : 0);
+    }
     sw_span_end();
     pending_clear(&done);
 }
@@ -494,12 +532,14 @@ PGresult *PQgetResult(PGconn *conn)
 {
     PGresult *(*real)(PGconn *);
     SW__PRELOAD_REAL(real, "PQgetResult");
-    if (real == NULL)
+    if (real == NULL) {
         return NULL;
+    }
     PGresult *r = real(conn);
     pq_fns_t f;
-    if (conn != NULL && tracing(&f))
+    if (conn != NULL && tracing(&f)) {
         pending_result(&f, conn, r);
+    }
     return r;
 }
 
@@ -520,6 +560,7 @@ void PQfinish(PGconn *conn)
         }
         free(found);
     }
-    if (real != NULL)
+    if (real != NULL) {
         real(conn);
+    }
 }

@@ -27,8 +27,9 @@ static int shutdown_impl(bool release_memory);
    they could still touch (the process is ending; the memory stays reachable). */
 static void at_exit(void)
 {
-    if (atomic_load_explicit(&sw__epoch, memory_order_acquire) != 0)
+    if (atomic_load_explicit(&sw__epoch, memory_order_acquire) != 0) {
         (void)shutdown_impl(false);
+    }
 }
 
 static void after_fork_child(void)
@@ -60,8 +61,9 @@ static int ignore_parse(sw__agent_t *a, char *errbuf, size_t errlen)
 static uint64_t carrier_slots(const sw_config_t *cfg)
 {
     uint64_t ring = 2;
-    while (ring < cfg->buffer_buffer_size)
+    while (ring < cfg->buffer_buffer_size) {
         ring <<= 1;
+    }
     return (uint64_t)cfg->buffer_channel_size * ring;
 }
 
@@ -74,22 +76,26 @@ static int init_locked(const sw_config_t *cfg, char *errbuf, size_t errlen)
     (void)sw__now_ns();
     if (cfg != NULL) {
         a->config = *cfg;
-        if (sw__config_secure())
+        if (sw__config_secure()) {
             sw__log(SW_LOG_INFO,
                     "the process runs with elevated privileges (AT_SECURE): the agent uses only "
                     "the configuration the program passed to sw_init, nothing from the "
                     "environment");
+        }
     } else {
         sw_config_init(&a->config);
         int rc = sw_config_load(&a->config, errbuf, errlen);
-        if (rc != 0)
+        if (rc != 0) {
             return rc;
+        }
     }
     int rc = sw__config_finalize(&a->config, errbuf, errlen);
-    if (rc == 0)
+    if (rc == 0) {
         rc = ignore_parse(a, errbuf, errlen);
-    if (rc != 0)
+    }
+    if (rc != 0) {
         return rc;
+    }
     sw__ids_seed();
     uint64_t max_blocks = a->config.max_segments != 0
                               ? a->config.max_segments
@@ -106,8 +112,9 @@ static int init_locked(const sw_config_t *cfg, char *errbuf, size_t errlen)
     atomic_store_explicit(&a->report_counters.failed, 0, memory_order_relaxed);
     rc =
         sw__pipeline_start(&a->config, &a->pool, &a->report_counters, &a->pipeline, errbuf, errlen);
-    if (rc != 0)
+    if (rc != 0) {
         return rc;
+    }
     a->carrier = sw__pipeline_carrier(a->pipeline);
     return 0;
 }
@@ -128,8 +135,9 @@ int sw_init(const sw_config_t *cfg)
         return rc;
     }
     uint32_t e = ++epoch_counter;
-    if (e == 0)
+    if (e == 0) {
         e = ++epoch_counter;
+    }
     pthread_mutex_lock(&sw__agent.registry_lock);
     memset(&sw__agent.retired, 0, sizeof sw__agent.retired);
     memset(&sw__agent.last_run, 0, sizeof sw__agent.last_run);
@@ -192,8 +200,9 @@ bool sw_enabled(void)
 
 void sw_stats(sw_stats_t *stats)
 {
-    if (stats == NULL)
+    if (stats == NULL) {
         return;
+    }
     if (atomic_load_explicit(&sw__epoch, memory_order_acquire) == 0) {
         pthread_mutex_lock(&sw__agent.registry_lock);
         *stats = sw__agent.last_run;

@@ -5,8 +5,9 @@
 
 const char *kp_err_name(int code)
 {
-    if (code == 0)
+    if (code == 0) {
         return "OK";
+    }
     switch (code) {
 #define KP_ERRNO_NAME_CASE(name, num, text) \
     case num:                               \
@@ -20,8 +21,9 @@ const char *kp_err_name(int code)
 
 const char *kp_strerror(int code)
 {
-    if (code == 0)
+    if (code == 0) {
         return "success";
+    }
     switch (code) {
 #define KP_ERRNO_TEXT_CASE(name, num, text) \
     case num:                               \

@@ -84,8 +84,9 @@ struct seg_store {
 static void add_tag(struct seg_store *st, int span, const char *k, const char *v)
 {
     Skywalking__V3__SpanObject *sp = &st->spans[span];
-    if (sp->n_tags >= MAX_TAGS)
+    if (sp->n_tags >= MAX_TAGS) {
         return;
+    }
     Skywalking__V3__KeyStringValuePair *kv = &st->tags[span][sp->n_tags];
     skywalking__v3__key_string_value_pair__init(kv);
     kv->key = (char *)k;
@@ -122,8 +123,9 @@ static void fill_large_span(struct seg_store *st, uint32_t *s, int i, int64_t t0
         sp->spantype = SKYWALKING__V3__SPAN_TYPE__Local;
         sp->operationname = (char *)PICK(s, local_ops);
     }
-    if (next_rand(s) % 16 == 0)
+    if (next_rand(s) % 16 == 0) {
         sp->iserror = 1;
+    }
 }
 
 static void add_ref_and_log(struct seg_store *st, uint32_t *s, int64_t t0)
@@ -196,13 +198,15 @@ static void build(struct seg_store *st, bench_segment_class_t cls, uint32_t *s)
         sp->endtime = t0 + next_rand(s) % 20;
         sp->spantype = SKYWALKING__V3__SPAN_TYPE__Local;
         sp->operationname = (char *)PICK(s, local_ops);
-        if (next_rand(s) % 2)
+        if (next_rand(s) % 2) {
             add_tag(st, i, "status", st->status);
+        }
     }
     st->seg.n_spans = (size_t)n;
     st->seg.spans = st->span_ptrs;
-    if (cls == BENCH_SEGMENT_LARGE && next_rand(s) % 2)
+    if (cls == BENCH_SEGMENT_LARGE && next_rand(s) % 2) {
         add_ref_and_log(st, s, t0);
+    }
 }
 
 int bench_payloads_make(bench_payloads_t *out, bench_segment_class_t cls, size_t n, uint32_t seed)
@@ -240,8 +244,9 @@ int bench_payloads_make(bench_payloads_t *out, bench_segment_class_t cls, size_t
 
 void bench_payloads_free(bench_payloads_t *p)
 {
-    for (size_t i = 0; i < p->n; i++)
+    for (size_t i = 0; i < p->n; i++) {
         free(p->v[i].value);
+    }
     free(p->v);
     memset(p, 0, sizeof(*p));
 }

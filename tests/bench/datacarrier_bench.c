@@ -325,8 +325,9 @@ static void *produce2_main(void *arg)
 static double produce_2p_ns(int rounds)
 {
     double v[256];
-    if (rounds > 256)
+    if (rounds > 256) {
         rounds = 256;
+    }
     for (int r = 0; r < rounds; r++) {
         char err[256];
         dc_carrier_t *c = dc_carrier_create("cost2", 2, 2 * PRODUCE2_N, DC_STRATEGY_IF_POSSIBLE,

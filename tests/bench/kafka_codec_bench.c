@@ -33,8 +33,9 @@ static double crc_gbps(crc_fn fn, const uint8_t *data, double seconds)
     uint32_t acc = 0;
     double start = now_s(), elapsed;
     do {
-        for (int i = 0; i < 64; i++)
+        for (int i = 0; i < 64; i++) {
             acc ^= fn(0, data, BLOCK);
+        }
         bytes += 64 * (size_t)BLOCK;
         elapsed = now_s() - start;
     } while (elapsed < seconds);
@@ -67,20 +68,21 @@ static batch_result_t batch_run(size_t value_len, kp_compression_t codec, const 
     do {
         for (int round = 0; round < 16; round++) {
             kp_record_batch_t b;
-            kp_record_batch_init(&b, block, sizeof block, 1700000000000LL);
+            kp__record_batch_init(&b, block, sizeof block, 1700000000000LL);
             size_t used = KP_RECORD_BATCH_HEADER_SIZE;
             for (int i = 0;; i++) {
                 int klen = snprintf(key, sizeof key, "%032x.%d", (unsigned)records, i & 7);
                 const uint8_t *v = values + value_off;
                 value_off = (value_off + 61) & 4095;
                 if (baseline) { /* copy key and value only: the least any encoder must do */
-                    if (used + (size_t)klen + value_len > sizeof block)
+                    if (used + (size_t)klen + value_len > sizeof block) {
                         break;
+                    }
                     memcpy(block + used, key, (size_t)klen);
                     memcpy(block + used + klen, v, value_len);
                     used += (size_t)klen + value_len;
-                } else if (kp_record_batch_try_append(&b, 1700000000000LL + i, key, (size_t)klen, v,
-                                                      value_len, NULL, 0) != 0) {
+                } else if (kp__record_batch_try_append(&b, 1700000000000LL + i, key, (size_t)klen,
+                                                       v, value_len, NULL, 0) != 0) {
                     break;
                 }
                 records++;
@@ -91,13 +93,13 @@ static batch_result_t batch_run(size_t value_len, kp_compression_t codec, const 
                 continue;
             }
             kp_batch_compression_t comp = {codec, -1, out, sizeof out};
-            if (kp_record_batch_close(&b, 1000, 0, (int32_t)records, &comp) != 0) {
+            if (kp__record_batch_close(&b, 1000, 0, (int32_t)records, &comp) != 0) {
                 fprintf(stderr, "close failed\n");
                 exit(1);
             }
             bytes += b.len;
             size_t len;
-            sink ^= kp_record_batch_data(&b, &len)[len - 1];
+            sink ^= kp__record_batch_data(&b, &len)[len - 1];
         }
         elapsed = now_s() - start;
     } while (elapsed < seconds);
@@ -110,8 +112,9 @@ int main(int argc, char **argv)
     bool smoke = argc > 1 && strcmp(argv[1], "--smoke") == 0;
     double secs = smoke ? 0.1 : 1.0;
     uint8_t *data = malloc(BLOCK + 8192);
-    if (data == NULL)
+    if (data == NULL) {
         return 1;
+    }
     uint32_t seed = 1;
     static const char alphabet[] = "abcdefghijklmnop0123456789.-_/:{}";
     for (size_t i = 0; i < BLOCK + 8192; i++) {
@@ -119,12 +122,12 @@ int main(int argc, char **argv)
         data[i] = (uint8_t)alphabet[(seed >> 16) % (sizeof alphabet - 1)];
     }
 
-    double hw = crc_gbps(kp_crc32c_hw, data, secs);
-    double sw = crc_gbps(kp_crc32c_sw, data, secs);
+    double hw = crc_gbps(kp__crc32c_hw, data, secs);
+    double sw = crc_gbps(kp__crc32c_sw, data, secs);
     double mc = crc_gbps(memcpy_as_crc, data, secs);
     printf("crc32c 16KiB blocks: hw %.2f GB/s, sw %.2f GB/s, hw/sw %.2fx, memcpy %.2f GB/s, "
            "hw/memcpy %.2f (hw instruction: %s)\n",
-           hw, sw, hw / sw, mc, hw / mc, kp_crc32c_hw_available() ? "yes" : "no");
+           hw, sw, hw / sw, mc, hw / mc, kp__crc32c_hw_available() ? "yes" : "no");
 
     static const size_t sizes[] = {100, 1024};
     static const char *names[] = {"100", "1k"};

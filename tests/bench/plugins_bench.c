@@ -152,8 +152,9 @@ static void servers_env(void)
     char path[600];
     snprintf(path, sizeof path, "%s/env", state_dir);
     FILE *f = fopen(path, "r");
-    if (f == NULL)
+    if (f == NULL) {
         die("no server env file: the db servers did not start");
+    }
     char line[1024];
     while (fgets(line, sizeof line, f) != NULL) {
         line[strcspn(line, "\n")] = '\0';
@@ -171,8 +172,9 @@ static void servers_script(const char *cmd)
     char line[1200];
     snprintf(line, sizeof line, "%s %s --dir %s --lifetime 1800 >&2", PL_DB_SERVERS_SH, cmd,
              state_dir);
-    if (system(line) != 0 && strcmp(cmd, "start") == 0)
+    if (system(line) != 0 && strcmp(cmd, "start") == 0) {
         die("tests/support/db/servers.sh start failed");
+    }
 }
 
 static void servers_open(void)
@@ -203,8 +205,9 @@ static void servers_close(void)
 static long segments_count(const char *path)
 {
     FILE *f = fopen(path, "rb");
-    if (f == NULL)
+    if (f == NULL) {
         return 0;
+    }
     long n = 0;
     for (;;) {
         uint64_t len = 0;
@@ -212,11 +215,13 @@ static long segments_count(const char *path)
         while ((ch = fgetc(f)) != EOF && shift < 64) {
             len |= (uint64_t)(ch & 0x7f) << shift;
             shift += 7;
-            if ((ch & 0x80) == 0)
+            if ((ch & 0x80) == 0) {
                 break;
+            }
         }
-        if (ch == EOF)
+        if (ch == EOF) {
             break;
+        }
         if (fseek(f, (long)len, SEEK_CUR) != 0) {
             n = -1;
             break;
@@ -236,11 +241,13 @@ static double client_cpu_ns(const char *self, const char *what, long n, bool tra
     unlink(segfile);
     snprintf(count, sizeof count, "%ld", n);
     int fds[2];
-    if (pipe(fds) != 0)
+    if (pipe(fds) != 0) {
         die("pipe failed");
+    }
     pid_t pid = fork();
-    if (pid < 0)
+    if (pid < 0) {
         die("fork failed");
+    }
     if (pid == 0) {
         dup2(fds[1], 1);
         close(fds[0]);
@@ -264,8 +271,9 @@ static double client_cpu_ns(const char *self, const char *what, long n, bool tra
     ssize_t got_bytes = read(fds[0], out, sizeof out - 1); /* blocks until the client reports */
     close(fds[0]);
     int st;
-    if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0 || got_bytes <= 0)
+    if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0 || got_bytes <= 0) {
         die("the client failed");
+    }
     if (traced) {
         /* warm-up calls, measured calls, and the redis client's SET */
         long want = n + WARMUP_CALLS + (strcmp(what, "redis") == 0);
@@ -339,15 +347,17 @@ int main(int argc, char **argv)
     bool smoke = false;
     int rounds = 7;
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--smoke") == 0)
+        if (strcmp(argv[i], "--smoke") == 0) {
             smoke = true;
-        else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc)
+        } else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) {
             rounds = atoi(argv[++i]);
-        else
+        } else {
             die("usage: plugins_bench [--smoke] [--rounds R]");
+        }
     }
-    if (rounds < 1 || rounds > ROUNDS_MAX)
+    if (rounds < 1 || rounds > ROUNDS_MAX) {
         die("--rounds must be 1..31");
+    }
     long n = 10000;
     if (smoke) {
         rounds = 1;
@@ -355,8 +365,9 @@ int main(int argc, char **argv)
     }
     char self[4096];
     ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (len <= 0)
+    if (len <= 0) {
         die("cannot find my own executable");
+    }
     self[len] = '\0';
     servers_open();
     figures_t pq = measure(self, "pq", rounds, n);

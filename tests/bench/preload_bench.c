@@ -57,8 +57,9 @@ static server_t server_start(bool traced, const char *dir)
     snprintf(segfile, sizeof segfile, "%s/seg.bin", dir);
     unlink(portfile);
     int fds[2];
-    if (pipe2(fds, O_CLOEXEC) != 0)
+    if (pipe2(fds, O_CLOEXEC) != 0) {
         return s;
+    }
     pid_t pid = fork();
     if (pid == 0) {
         dup2(fds[0], 0);
@@ -77,11 +78,13 @@ static server_t server_start(bool traced, const char *dir)
     for (int i = 0; i < 20000; i++) { /* bounded: 20 s */
         FILE *f = fopen(portfile, "r");
         if (f != NULL) {
-            if (fscanf(f, "%u", &s.port) != 1)
+            if (fscanf(f, "%u", &s.port) != 1) {
                 s.port = 0;
+            }
             fclose(f);
-            if (s.port != 0)
+            if (s.port != 0) {
                 return s;
+            }
         }
         struct timespec ms = {0, 1000000};
         nanosleep(&ms, NULL);
@@ -105,13 +108,16 @@ static double load_run(unsigned port, int seconds)
     char cmd[256];
     snprintf(cmd, sizeof cmd, "wrk -t1 -c4 -d%ds http://127.0.0.1:%u/leaf 2>&1", seconds, port);
     FILE *p = popen(cmd, "r");
-    if (p == NULL)
+    if (p == NULL) {
         return -1;
+    }
     char line[512];
     double rps = -1;
-    while (fgets(line, sizeof line, p) != NULL)
-        if (strncmp(line, "Requests/sec:", 13) == 0)
+    while (fgets(line, sizeof line, p) != NULL) {
+        if (strncmp(line, "Requests/sec:", 13) == 0) {
             rps = atof(line + 13);
+        }
+    }
     pclose(p);
     return rps;
 }
@@ -122,8 +128,9 @@ static double process_cpu_s(pid_t pid)
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
     FILE *f = fopen(path, "r");
-    if (f == NULL)
+    if (f == NULL) {
         return -1;
+    }
     char buf[1024];
     size_t n = fread(buf, 1, sizeof buf - 1, f);
     fclose(f);
@@ -131,9 +138,10 @@ static double process_cpu_s(pid_t pid)
     const char *p = strrchr(buf, ')'); /* the command name may contain spaces */
     unsigned long utime, stime;
     /* After ")": state (field 3) ... utime is field 14, stime field 15. */
-    if (p == NULL ||
-        sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &utime, &stime) != 2)
+    if (p == NULL || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &utime,
+                            &stime) != 2) {
         return -1;
+    }
     return (double)(utime + stime) / (double)sysconf(_SC_CLK_TCK);
 }
 
@@ -149,8 +157,9 @@ static round_result_t http_measure(const server_t *s, int seconds)
     double cpu0 = process_cpu_s(s->pid);
     res.rps = load_run(s->port, seconds);
     double cpu1 = process_cpu_s(s->pid);
-    if (cpu0 >= 0 && cpu1 >= 0 && res.rps > 0)
+    if (cpu0 >= 0 && cpu1 >= 0 && res.rps > 0) {
         res.cpu_us_per_req = (cpu1 - cpu0) * 1e6 / (res.rps * seconds);
+    }
     return res;
 }
 
@@ -251,8 +260,9 @@ int main(int argc, char **argv)
     char segfile[512];
     snprintf(segfile, sizeof segfile, "%s/seg.bin", dir);
     struct stat st;
-    if (stat(segfile, &st) == 0)
+    if (stat(segfile, &st) == 0) {
         printf("traced server wrote %lld bytes of segments\n", (long long)st.st_size);
+    }
     unlink(segfile);
 
     /* The hooks: a rejected function, and a traced one whose span the minimum duration drops
@@ -262,8 +272,9 @@ int main(int argc, char **argv)
     setenv("SW_REPORTER_FILE_PATH", cygfile, 1);
     setenv("SW_CYG_EXCLUDE", "bench_rejected", 1);
     setenv("SW_CYG_MIN_DURATION_US", "1000000", 1);
-    if (sw_init(NULL) != 0)
+    if (sw_init(NULL) != 0) {
         return 1;
+    }
     long n = smoke ? 1000000 : 20000000;
     double filtered = cyg_cost(bench_rejected, n);
     double traced = cyg_cost(bench_traced, n / 10);

@@ -82,8 +82,9 @@ static void kp_cb(void *opaque, int error, int32_t partition, int64_t offset)
 static int set_ours(kp_conf_t *c, const char *k, const char *v)
 {
     char err[256];
-    if (kp_conf_set(c, k, v, err, sizeof(err)) == 0)
+    if (kp_conf_set(c, k, v, err, sizeof(err)) == 0) {
         return 0;
+    }
     fprintf(stderr, "kp_conf_set %s=%s: %s\n", k, v, err);
     return -1;
 }
@@ -95,13 +96,15 @@ static int run_ours(const char *bootstrap, const char *topic, const struct workl
     kp_conf_t *c = kp_conf_new();
     int bad =
         set_ours(c, "bootstrap.servers", bootstrap) | set_ours(c, "compression.type", w->codec);
-    if (w->tuned)
+    if (w->tuned) {
         bad |= set_ours(c, "batch.size", "262144") | set_ours(c, "max.request.size", "262144");
+    }
     kp_producer_t *p = bad ? NULL : kp_producer_new(c, err, sizeof(err));
     kp_conf_destroy(c);
     if (!p) {
-        if (!bad)
+        if (!bad) {
             fprintf(stderr, "kp_producer_new: %s\n", err);
+        }
         return -1;
     }
     const bench_payloads_t *pl = &payloads[w->cls];
@@ -111,11 +114,13 @@ static int run_ours(const char *bootstrap, const char *topic, const struct workl
         const bench_payload_t *r = &pl->v[(size_t)i % pl->n];
         rc = kp_send(p, topic, -1, r->key, r->key_len, r->value, r->value_len, NULL, 0, 0, kp_cb,
                      NULL);
-        if (rc != 0)
+        if (rc != 0) {
             fprintf(stderr, "kp_send: %s\n", kp_strerror(rc));
+        }
     }
-    if (rc == 0 && (rc = kp_flush(p, 120000)) != 0)
+    if (rc == 0 && (rc = kp_flush(p, 120000)) != 0) {
         fprintf(stderr, "kp_flush: %s\n", kp_strerror(rc));
+    }
     *wall = now_s() - t0;
     kp_close(p, 10000);
     return rc == 0 ? 0 : -1;
@@ -140,12 +145,13 @@ static int run_rdkafka(const char *bootstrap, const char *topic, const struct wo
                            {"compression.type", w->codec},
                            {w->tuned ? "batch.size" : NULL, "262144"},
                            {w->tuned ? "queue.buffering.max.kbytes" : NULL, "32768"}};
-    for (size_t i = 0; i < sizeof(kv) / sizeof(kv[0]); i++)
+    for (size_t i = 0; i < sizeof(kv) / sizeof(kv[0]); i++) {
         if (kv[i][0] && rd_kafka_conf_set(c, kv[i][0], kv[i][1], err, sizeof(err))) {
             fprintf(stderr, "rdkafka conf %s: %s\n", kv[i][0], err);
             rd_kafka_conf_destroy(c);
             return -1;
         }
+    }
     rd_kafka_conf_set_dr_msg_cb(c, rdk_dr);
     rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, c, err, sizeof(err));
     if (!rk) {
@@ -162,8 +168,9 @@ static int run_rdkafka(const char *bootstrap, const char *topic, const struct wo
                 rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_KEY(r->key, r->key_len),
                                   RD_KAFKA_V_VALUE(r->value, r->value_len),
                                   RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
-            if (e == RD_KAFKA_RESP_ERR_NO_ERROR)
+            if (e == RD_KAFKA_RESP_ERR_NO_ERROR) {
                 break;
+            }
             if (e != RD_KAFKA_RESP_ERR__QUEUE_FULL) {
                 fprintf(stderr, "producev: %s\n", rd_kafka_err2str(e));
                 rc = -1;
@@ -171,8 +178,9 @@ static int run_rdkafka(const char *bootstrap, const char *topic, const struct wo
             }
             rd_kafka_poll(rk, 1); /* blocks like kp_send does on a full buffer */
         }
-        if ((i & 1023) == 0)
+        if ((i & 1023) == 0) {
             rd_kafka_poll(rk, 0);
+        }
     }
     if (rc == 0 && rd_kafka_flush(rk, 120000) != RD_KAFKA_RESP_ERR_NO_ERROR) {
         fprintf(stderr, "rd_kafka_flush: timed out\n");
@@ -186,35 +194,41 @@ static int run_rdkafka(const char *bootstrap, const char *topic, const struct wo
 /* CPU seconds (utime + stime) of a process from /proc/<pid>/stat; < 0 when unreadable. */
 static double proc_cpu_s(long pid)
 {
-    if (pid <= 0)
+    if (pid <= 0) {
         return -1;
+    }
     char path[64], buf[1024];
     snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
     FILE *f = fopen(path, "r");
-    if (!f)
+    if (!f) {
         return -1;
+    }
     size_t n = fread(buf, 1, sizeof(buf) - 1, f);
     fclose(f);
     buf[n] = '\0';
     /* Fields after the ")" that ends comm: state is field 3, utime 14, stime 15. */
     const char *p = strrchr(buf, ')');
     unsigned long long ut = 0, st = 0;
-    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+    if (!p ||
+        sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2) {
         return -1;
+    }
     return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
 
 static long broker_pid(const sw_test_kafka_t *k)
 {
-    if (!k->dir[0])
+    if (!k->dir[0]) {
         return -1;
+    }
     char path[600];
     snprintf(path, sizeof(path), "%s/node1/pid", k->dir);
     FILE *f = fopen(path, "r");
     long pid = -1;
     if (f) {
-        if (fscanf(f, "%ld", &pid) != 1)
+        if (fscanf(f, "%ld", &pid) != 1) {
             pid = -1;
+        }
         fclose(f);
     }
     return pid;
@@ -247,8 +261,9 @@ static int run_child(int who, const char *bootstrap, const char *topic, const st
                              : run_rdkafka(bootstrap, topic, w, &r.wall_s);
         r.delivered = atomic_load(&ok_count);
         r.failed = atomic_load(&fail_count);
-        if (write(fds[1], &r, sizeof(r)) != (ssize_t)sizeof(r))
+        if (write(fds[1], &r, sizeof(r)) != (ssize_t)sizeof(r)) {
             _exit(3);
+        }
         _exit(rc == 0 ? 0 : 2);
     }
     close(fds[1]);
@@ -263,20 +278,21 @@ static int run_child(int who, const char *bootstrap, const char *topic, const st
     out->cpu_s = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
                  (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
     out->max_rss_kb = ru.ru_maxrss;
-    if (WIFSIGNALED(status))
+    if (WIFSIGNALED(status)) {
         snprintf(why, why_len, "child killed by signal %d", WTERMSIG(status));
-    else if (got != (ssize_t)sizeof(*out))
+    } else if (got != (ssize_t)sizeof(*out)) {
         snprintf(why, why_len, "child exited with status %d before reporting", WEXITSTATUS(status));
-    else if (WEXITSTATUS(status) != 0)
+    } else if (WEXITSTATUS(status) != 0) {
         snprintf(why, why_len, "child exited with status %d (error above); %ld of %ld acked",
                  WEXITSTATUS(status), out->delivered, w->n);
-    else if (out->delivered != w->n || out->failed != 0)
+    } else if (out->delivered != w->n || out->failed != 0) {
         snprintf(why, why_len, "acknowledged %ld of %ld, %ld failed", out->delivered, w->n,
                  out->failed);
-    else if (!(out->wall_s > 0))
+    } else if (!(out->wall_s > 0)) {
         snprintf(why, why_len, "no time measured");
-    else
+    } else {
         return 0;
+    }
     return -1;
 }
 
@@ -297,8 +313,9 @@ static void stats(const double *v, int n, double *med, double *lo, double *hi)
 {
     double s[MAX_REPS];
     *med = *lo = *hi = 0;
-    if (n <= 0)
+    if (n <= 0) {
         return;
+    }
     memcpy(s, v, (size_t)n * sizeof(*s));
     qsort(s, (size_t)n, sizeof(*s), cmp_double);
     *med = n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
@@ -309,8 +326,9 @@ static void stats(const double *v, int n, double *med, double *lo, double *hi)
 /* ratio[r] = a[r] / b[r] for every repetition. */
 static void ratios(const double *a, const double *b, int n, double *out)
 {
-    for (int r = 0; r < n; r++)
+    for (int r = 0; r < n; r++) {
         out[r] = b[r] > 0 ? a[r] / b[r] : 0;
+    }
 }
 
 static void measure_rep(const struct workload *w, int rep, const char *bootstrap, const char *topic,
@@ -319,8 +337,9 @@ static void measure_rep(const struct workload *w, int rep, const char *bootstrap
     double msgs[2] = {0}, cpu_m[2] = {0}, broker_m[2] = {0};
     for (int k = 0; k < 2; k++) {
         int who = (rep % 2 == 0) == (k == 0) ? OURS : RDK; /* alternate the order */
-        if (who == RDK && !with_baseline)
+        if (who == RDK && !with_baseline) {
             continue;
+        }
         struct result r;
         char why[200];
         if (run_child(who, bootstrap, topic, w, bpid, &r, why, sizeof(why)) != 0) {
@@ -353,13 +372,14 @@ static void put_ratio(char *line, size_t cap, const char *name, const double *a,
     ratios(a, b, n, r);
     stats(r, n, &med, &lo, &hi);
     size_t len = strlen(line);
-    if (!(med > 0))
+    if (!(med > 0)) {
         snprintf(line + len, cap - len, "%s=na ", name);
-    else if (minmax)
+    } else if (minmax) {
         snprintf(line + len, cap - len, "%s=%.2f %s_min=%.2f %s_max=%.2f ", name, med, name, lo,
                  name, hi);
-    else
+    } else {
         snprintf(line + len, cap - len, "%s=%.2f ", name, med);
+    }
 }
 
 static void print_summary(const struct workload *w, const struct figures *f)
@@ -389,23 +409,24 @@ int main(int argc, char **argv)
     int smoke = 0, reps = 3;
     const char *bootstrap = NULL, *topic = "sw-test-6p";
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--smoke") == 0)
+        if (strcmp(argv[i], "--smoke") == 0) {
             smoke = 1;
-        else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc)
+        } else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
             reps = atoi(argv[++i]);
-        else if (strcmp(argv[i], "--bootstrap") == 0 && i + 1 < argc)
+        } else if (strcmp(argv[i], "--bootstrap") == 0 && i + 1 < argc) {
             bootstrap = argv[++i];
-        else if (strcmp(argv[i], "--topic") == 0 && i + 1 < argc)
+        } else if (strcmp(argv[i], "--topic") == 0 && i + 1 < argc) {
             topic = argv[++i];
-        else {
+        } else {
             fprintf(stderr,
                     "usage: %s [--smoke] [--reps N] [--bootstrap host:port] [--topic name]\n",
                     argv[0]);
             return 2;
         }
     }
-    if (smoke)
+    if (smoke) {
         reps = 1;
+    }
     if (reps < 1 || reps > MAX_REPS) {
         fprintf(stderr, "producer_bench: --reps must be 1..%d\n", MAX_REPS);
         return 2;
@@ -420,8 +441,9 @@ int main(int argc, char **argv)
     if (bootstrap || !getenv("SW_TEST_KAFKA_DIR")) {
         char dir[64];
         snprintf(dir, sizeof(dir), "/tmp/kp-bench-broker-%d", (int)getpid());
-        if (sw_test_kafka_bootstrap_or_start(&k, bootstrap, dir, "sw-test-6p:6") != 0)
+        if (sw_test_kafka_bootstrap_or_start(&k, bootstrap, dir, "sw-test-6p:6") != 0) {
             return 1;
+        }
     } else if (sw_test_kafka_fixture(&k) != 0) {
         return 1;
     }
@@ -430,8 +452,9 @@ int main(int argc, char **argv)
      * meaningful as a baseline nor reliable (TSan reports its own threads' races and may kill
      * the child), so the baseline is skipped and only our producer is measured. */
     int with_baseline = !TEST_SANITIZED;
-    if (!with_baseline)
+    if (!with_baseline) {
         printf("sanitizer build: librdkafka baseline skipped; measuring kproducer only\n");
+    }
     const long n1k = smoke ? 3000 : 400000, n100 = smoke ? 10000 : 2000000;
     const struct workload work[] = {
         {"default_1k", BENCH_SEGMENT_LARGE, n1k, "none", 0},
@@ -442,10 +465,11 @@ int main(int argc, char **argv)
         {"tuned_1k", BENCH_SEGMENT_LARGE, n1k, "none", 1},
     };
     enum { N_WORK = sizeof(work) / sizeof(work[0]) };
-    for (int c = 0; c < 2; c++)
+    for (int c = 0; c < 2; c++) {
         printf("payload class %s: %zu SegmentObjects, mean %zu B, key %zu B\n",
                c == BENCH_SEGMENT_SMALL ? "100b" : "1k", payloads[c].n,
                payloads[c].value_bytes / payloads[c].n, payloads[c].v[0].key_len);
+    }
     printf("broker pid %ld (%s)\n", bpid, bpid > 0 ? "CPU measured" : "CPU not measured");
     printf("%-16s %s %-10s %10s %9s %12s %12s %9s\n", "workload", "r", "producer", "msgs/s", "MB/s",
            "cpu_s/M", "broker_s/M", "maxrss_MB");
@@ -461,31 +485,37 @@ int main(int argc, char **argv)
             struct result r;
             char why[200];
             if ((who == RDK && !with_baseline) ||
-                run_child(who, k.bootstrap, topic, &warm, bpid, &r, why, sizeof(why)) == 0)
+                run_child(who, k.bootstrap, topic, &warm, bpid, &r, why, sizeof(why)) == 0) {
                 continue;
+            }
             fprintf(stderr, "producer_bench: FAILED: %s warm-up of %s: %s\n", who_name[who],
                     warm.name, why);
             failed = 1;
         }
     }
-    if (!smoke && !failed)
+    if (!smoke && !failed) {
         printf("warm-up done (one unmeasured run of each workload and client, n/10)\n");
-    for (int rep = 0; rep < reps && !failed; rep++)
-        for (int w = 0; w < N_WORK && !failed; w++)
+    }
+    for (int rep = 0; rep < reps && !failed; rep++) {
+        for (int w = 0; w < N_WORK && !failed; w++) {
             measure_rep(&work[w], rep, k.bootstrap, topic, with_baseline, bpid, &f[w], &failed);
+        }
+    }
     sw_test_kafka_stop(&k);
     if (failed) {
         printf("failed=1\n");
         return 1;
     }
-    for (int w = 0; w < N_WORK; w++)
+    for (int w = 0; w < N_WORK; w++) {
         print_summary(&work[w], &f[w]);
+    }
     char line[2048] = "";
     const char *keys[N_WORK] = {"ratio_default_1k",      "ratio_default_100b",
                                 "ratio_default_1k_gzip", "ratio_default_1k_lz4",
                                 "ratio_default_1k_zstd", "ratio_tuned_1k"};
-    for (int w = 0; w < N_WORK; w++)
+    for (int w = 0; w < N_WORK; w++) {
         put_ratio(line, sizeof(line), keys[w], f[w].msgs[OURS], f[w].msgs[RDK], f[w].reps, 1);
+    }
     /* CPU ratios: ours over librdkafka's (<= 1 means we cost less). */
     put_ratio(line, sizeof(line), "cpu_ratio_default_1k", f[0].cpu_m[OURS], f[0].cpu_m[RDK],
               f[0].reps, 1);

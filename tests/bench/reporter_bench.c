@@ -147,8 +147,9 @@ static void segment_make(void)
 /* Log-linear bucket of a duration: exact below 16 ns, then 16 buckets per power of two. */
 static unsigned hist_index(uint64_t ns)
 {
-    if (ns < HIST_SUB)
+    if (ns < HIST_SUB) {
         return (unsigned)ns;
+    }
     unsigned msb = 63u - (unsigned)__builtin_clzll(ns);
     return (msb - 3u) * HIST_SUB + (unsigned)((ns >> (msb - 4u)) & (HIST_SUB - 1));
 }
@@ -156,8 +157,9 @@ static unsigned hist_index(uint64_t ns)
 /* The upper end of bucket i (a quantile is reported on the safe side). */
 static double hist_upper(unsigned i)
 {
-    if (i < HIST_SUB)
+    if (i < HIST_SUB) {
         return i;
+    }
     unsigned msb = i / HIST_SUB + 3u;
     return (double)((uint64_t)(HIST_SUB + 1 + i % HIST_SUB) << (msb - 4u));
 }
@@ -165,15 +167,18 @@ static double hist_upper(unsigned i)
 static double hist_quantile(const uint64_t *hist, double q)
 {
     uint64_t total = 0;
-    for (unsigned i = 0; i < HIST_BUCKETS; i++)
+    for (unsigned i = 0; i < HIST_BUCKETS; i++) {
         total += hist[i];
-    if (total == 0)
+    }
+    if (total == 0) {
         return 0;
+    }
     uint64_t want = (uint64_t)(q * (double)total), seen = 0;
     for (unsigned i = 0; i < HIST_BUCKETS; i++) {
         seen += hist[i];
-        if (seen > want)
+        if (seen > want) {
             return hist_upper(i);
+        }
     }
     return hist_upper(HIST_BUCKETS - 1);
 }
@@ -198,8 +203,9 @@ static uint64_t busy_work_calibrate(void)
         double t0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
         atomic_store_explicit(&work_sink, busy_work(n, 88172645463325252ull), memory_order_relaxed);
         double dt = clock_ns(CLOCK_THREAD_CPUTIME_ID) - t0;
-        if (best == 0 || dt < best)
+        if (best == 0 || dt < best) {
             best = dt;
+        }
     }
     uint64_t iters = best > 0 ? (uint64_t)(PACED_WORK_NS * (double)n / best) : 1000;
     return iters ? iters : 1;
@@ -230,10 +236,11 @@ static void *worker_run(void *arg)
         }
         /* Flat: a sample of the segments is timed, so the clock reads cost ~1/16 of theirs. */
         for (int i = 0; i < 64; i++) {
-            if (i % 16 == 0)
+            if (i % 16 == 0) {
                 segment_timed(w);
-            else
+            } else {
                 segment_make();
+            }
         }
         n += 64;
     }
@@ -247,8 +254,9 @@ static void *worker_run(void *arg)
 static void peak_rss_reset(void)
 {
     int fd = open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
-    if (fd < 0)
+    if (fd < 0) {
         return;
+    }
     ssize_t n = write(fd, "5", 1);
     (void)n;
     close(fd);
@@ -256,24 +264,30 @@ static void peak_rss_reset(void)
 
 static int agent_start(variant_t v, const options_t *o, const char *bootstrap)
 {
-    if (v == VARIANT_OFF)
+    if (v == VARIANT_OFF) {
         return 0;
+    }
     sw_config_t cfg;
     char err[512];
     sw_config_init(&cfg);
     int rc = sw_config_set(&cfg, "SW_AGENT_NAME", "reporter-bench", err, sizeof err);
     rc = rc ? rc : sw_config_set(&cfg, "SW_REPORTER", variant_reporters[v], err, sizeof err);
-    if (rc == 0 && v == VARIANT_FILE)
+    if (rc == 0 && v == VARIANT_FILE) {
         rc = sw_config_set(&cfg, "SW_REPORTER_FILE_PATH", o->file_path, err, sizeof err);
-    if (rc == 0 && v == VARIANT_KAFKA)
+    }
+    if (rc == 0 && v == VARIANT_KAFKA) {
         rc = sw_config_set(&cfg, "SW_KAFKA_BOOTSTRAP_SERVERS", bootstrap, err, sizeof err);
-    if (rc == 0 && v == VARIANT_KAFKA_DOWN)
+    }
+    if (rc == 0 && v == VARIANT_KAFKA_DOWN) {
         rc = sw_config_set(&cfg, "SW_KAFKA_BOOTSTRAP_SERVERS", o->down_backend, err, sizeof err);
-    if (rc == 0 && v == VARIANT_KAFKA_DOWN) /* a short shutdown (see the top of the file) */
+    }
+    if (rc == 0 && v == VARIANT_KAFKA_DOWN) { /* a short shutdown (see the top of the file) */
         rc = sw_config_set(&cfg, "SW_KAFKA_PRODUCER_CONFIG", "max.block.ms=1000", err, sizeof err);
-    if (rc == 0 && (v == VARIANT_GRPC || v == VARIANT_GRPC_DOWN))
+    }
+    if (rc == 0 && (v == VARIANT_GRPC || v == VARIANT_GRPC_DOWN)) {
         rc = sw_config_set(&cfg, "SW_AGENT_COLLECTOR_BACKEND_SERVICES",
                            v == VARIANT_GRPC ? o->grpc_backend : o->down_backend, err, sizeof err);
+    }
     if (rc != 0) {
         fprintf(stderr, "reporter_bench: %s\n", err);
         return rc;
@@ -288,16 +302,18 @@ static result_t variant_measure(variant_t v, load_t load, const options_t *o, co
     memset(&r, 0, sizeof r);
     peak_rss_reset();
     long rss0 = proc_status_kb("VmRSS");
-    if (agent_start(v, o, bootstrap) != 0)
+    if (agent_start(v, o, bootstrap) != 0) {
         return r;
+    }
     static worker_t w[THREADS_MAX]; /* the child's only run: 4 KiB histograms off the stack */
     memset(w, 0, sizeof w);
     double t0 = clock_ns(CLOCK_MONOTONIC);
     for (int i = 0; i < o->threads; i++) {
         w[i].load = load;
         w[i].work_iters = o->work_iters;
-        if (pthread_create(&w[i].thread, NULL, worker_run, &w[i]) != 0)
+        if (pthread_create(&w[i].thread, NULL, worker_run, &w[i]) != 0) {
             return r;
+        }
     }
     struct timespec pause = {(time_t)o->seconds,
                              (long)((o->seconds - (double)(time_t)o->seconds) * 1e9)};
@@ -310,8 +326,9 @@ static result_t variant_measure(variant_t v, load_t load, const options_t *o, co
         pthread_join(w[i].thread, NULL);
         r.segments += w[i].segments;
         cpu += w[i].cpu_ns;
-        for (unsigned b = 0; b < HIST_BUCKETS; b++)
+        for (unsigned b = 0; b < HIST_BUCKETS; b++) {
             hist[b] += w[i].hist[b];
+        }
     }
     double t1 = clock_ns(CLOCK_MONOTONIC);
     if (v != VARIANT_OFF) {
@@ -337,8 +354,9 @@ static result_t variant_run(variant_t v, load_t load, const options_t *o, const 
     result_t r;
     memset(&r, 0, sizeof r);
     int fds[2];
-    if (pipe(fds) != 0)
+    if (pipe(fds) != 0) {
         return r;
+    }
     fflush(NULL);
     pid_t pid = fork();
     if (pid == 0) {
@@ -352,14 +370,17 @@ static result_t variant_run(variant_t v, load_t load, const options_t *o, const 
         size_t got = 0;
         while (got < sizeof r) {
             ssize_t n = read(fds[0], (char *)&r + got, sizeof r - got);
-            if (n < 0 && errno == EINTR)
+            if (n < 0 && errno == EINTR) {
                 continue;
-            if (n <= 0)
+            }
+            if (n <= 0) {
                 break;
+            }
             got += (size_t)n;
         }
-        if (got != sizeof r)
+        if (got != sizeof r) {
             memset(&r, 0, sizeof r);
+        }
         int status;
         while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
             ;
@@ -385,8 +406,9 @@ static int collector_start(options_t *o, const char *dir, pid_t *pid)
     snprintf(out, sizeof out, "%s/grpc.jsonl", dir);
     char *argv[] = {
         "/usr/bin/python3", (char *)script, "--port-file", port_file, "--out", out, NULL};
-    if (posix_spawn(pid, argv[0], NULL, NULL, argv, environ) != 0)
+    if (posix_spawn(pid, argv[0], NULL, NULL, argv, environ) != 0) {
         return -1;
+    }
     /* A benchmark's bounded wait for the server: up to 60 s for the port file. */
     for (int i = 0; i < 600; i++) {
         FILE *f = fopen(port_file, "r");
@@ -425,8 +447,9 @@ static void collector_stop(pid_t pid)
 static int closed_port_find(options_t *o)
 {
     int port = loopback_refused_port(false);
-    if (port < 0)
+    if (port < 0) {
         return -1;
+    }
     snprintf(o->down_backend, sizeof o->down_backend, "127.0.0.1:%d", port);
     return 0;
 }
@@ -466,8 +489,9 @@ static void result_print(variant_t v, const result_t *r, const result_t *off, co
            variant_names[v], per_s(s->segments_finished, r->load_s),
            per_s(s->segments_reported, r->total_s), per_s(s->segments_dropped, r->load_s),
            (unsigned long long)s->segments_failed, r->host_cpu_ns_per_segment, unit, ratio(r, off));
-    if (file != NULL)
+    if (file != NULL) {
         printf(", x%.2f of file", ratio(r, file));
+    }
     printf(")  p50 %.0f ns  p99 %.0f ns  peak RSS +%ld kB (pool blocks %llu)  shutdown %.2f s\n",
            r->p50_ns, r->p99_ns, r->rss_growth_kb, (unsigned long long)r->blocks,
            r->total_s - r->load_s);
@@ -531,14 +555,15 @@ static void paced_run(const options_t *o, result_t paced[VARIANT_COUNT])
         variant_t v = order[i];
         paced[v] = variant_run(v, LOAD_PACED, o, NULL);
         unlink(o->file_path);
-        if (v == VARIANT_OFF)
+        if (v == VARIANT_OFF) {
             printf("off        host %.0f ns/iteration (segment + busy work)  p50 %.0f ns  p99 "
                    "%.0f ns  peak RSS +%ld kB\n",
                    paced[v].host_cpu_ns_per_segment, paced[v].p50_ns, paced[v].p99_ns,
                    paced[v].rss_growth_kb);
-        else
+        } else {
             result_print(v, &paced[v], &paced[VARIANT_OFF],
                          v == VARIANT_FILE ? NULL : &paced[VARIANT_FILE], "iteration");
+        }
     }
 }
 
@@ -546,8 +571,9 @@ int main(int argc, char **argv)
 {
     options_t o;
     memset(&o, 0, sizeof o);
-    if (options_parse(argc, argv, &o) != 0)
+    if (options_parse(argc, argv, &o) != 0) {
         return 2;
+    }
     char dir[] = "/tmp/reporter-bench-XXXXXX";
     if (mkdtemp(dir) == NULL) {
         perror("reporter_bench: mkdtemp");

@@ -104,10 +104,12 @@ static uint64_t backlog(sw_stats_t *st)
 static void pace(void)
 {
     sw_stats_t st;
-    if (backlog(&st) <= PACE_HIGH)
+    if (backlog(&st) <= PACE_HIGH) {
         return;
-    while (backlog(&st) > PACE_LOW)
+    }
+    while (backlog(&st) > PACE_LOW) {
         sleep_us(200);
+    }
 }
 
 /* Waits (bounded) until every finished segment is accounted for. */
@@ -168,8 +170,9 @@ static window_t run_window(unit_fn fn, int segments, double units_per_segment)
     double thr0 = clock_ns_of(CLOCK_THREAD_CPUTIME_ID);
     for (int s = 0; s < segments; s++) {
         v[s] = fn() / units_per_segment;
-        if ((s & 7) == 7)
+        if ((s & 7) == 7) {
             pace();
+        }
     }
     drain(&after);
     double cpu1 = clock_ns_of(CLOCK_PROCESS_CPUTIME_ID);
@@ -182,8 +185,9 @@ static window_t run_window(unit_fn fn, int segments, double units_per_segment)
         .lost = (after.segments_dropped - before.segments_dropped) +
                 (after.segments_failed - before.segments_failed),
     };
-    if ((uint64_t)segments != after.segments_finished - before.segments_finished)
+    if ((uint64_t)segments != after.segments_finished - before.segments_finished) {
         w.lost += 1; /* a segment that did not finish is a lost one for this bench */
+    }
     free(v);
     return w;
 }
@@ -264,10 +268,12 @@ static double bench_two_threads(void)
     pthread_t t[2];
     double r[2];
     pthread_barrier_init(&start_line, NULL, 2);
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < 2; i++) {
         pthread_create(&t[i], NULL, pair_thread, &r[i]);
-    for (int i = 0; i < 2; i++)
+    }
+    for (int i = 0; i < 2; i++) {
         pthread_join(t[i], NULL);
+    }
     pthread_barrier_destroy(&start_line);
     return (r[0] + r[1]) / 2;
 }
@@ -318,16 +324,18 @@ int main(int argc, char **argv)
     snprintf(cfg.file_path, sizeof cfg.file_path, "/dev/null");
     snprintf(cfg.service_name, sizeof cfg.service_name, "span-bench");
     snprintf(cfg.instance_name, sizeof cfg.instance_name, "span-bench-1");
-    if (sw_init(&cfg) != 0)
+    if (sw_init(&cfg) != 0) {
         return 1;
+    }
     char unsampled[SW_SW8_MAX];
     sw__sw8_t up = {0, 1, "bench.trace", "bench.segment", "up", "up-1", "/", "bench:1"};
     sw__sw8_encode(&up, unsampled, sizeof unsampled);
 
     /* Warm up: the pool, the caches, and the span clock's calibration (20 ms, clock.h). */
     double warm_end = now_ns() + 30e6;
-    while (now_ns() < warm_end)
+    while (now_ns() < warm_end) {
         (void)run_window(segment100, span_segments / 4 + 1, SPANS_PER_SEGMENT);
+    }
     (void)run_window(segment3, seg3_segments / 4 + 1, 1);
     series_t span = {0}, seg3 = {0};
     uint64_t lost = 0;

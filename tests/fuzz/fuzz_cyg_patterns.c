@@ -19,8 +19,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static char text[4 * SW__CYG_PATTERN_LEN * 2];
     static sw__cyg_config_t cfg;
-    if (size < 1)
+    if (size < 1) {
         return 0;
+    }
     size_t n = size - 1 < sizeof text - 1 ? size - 1 : sizeof text - 1;
     memcpy(text, data + 1, n);
     text[n] = '\0';
@@ -32,13 +33,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int rc = sw__cyg_list_parse(lists[which], keys[which], text, err, sizeof err);
     if (rc != 0) {
         if (rc != SW_ECONFIG || memchr(err, '\0', sizeof err) == NULL ||
-            strncmp(err, keys[which], strlen(keys[which])) != 0)
+            strncmp(err, keys[which], strlen(keys[which])) != 0) {
             abort();
+        }
         return 0;
     }
     for (uint32_t i = 0; i < lists[which]->count; i++) {
-        if (memchr(lists[which]->patterns[i], '\0', SW__CYG_PATTERN_LEN) == NULL)
+        if (memchr(lists[which]->patterns[i], '\0', SW__CYG_PATTERN_LEN) == NULL) {
             abort();
+        }
     }
     (void)sw__cyg_config_traced(&cfg, "orders::lookup(int)", "/usr/lib/liborders.so.1");
     (void)sw__cyg_config_traced(&cfg, "main", "app");

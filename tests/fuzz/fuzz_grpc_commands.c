@@ -19,12 +19,14 @@ static void check_line(sw_log_level_t level, const char *message, void *opaque)
     (void)level;
     (void)opaque;
     size_t len = strlen(message);
-    if (len > SW__LOG_LINE_MAX + 64)
+    if (len > SW__LOG_LINE_MAX + 64) {
         abort();
+    }
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)message[i];
-        if (c < 0x20 || c >= 0x7f) /* escaped: not even UTF-8 from outside gets through */
+        if (c < 0x20 || c >= 0x7f) { /* escaped: not even UTF-8 from outside gets through */
             abort();
+        }
     }
 }
 
@@ -39,8 +41,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     sw__grpc_notices_t n;
     sw__grpc_notices_init(&n);
     int count = sw__grpc_notices_commands(&n, data, size, "collect");
-    if (count < -1)
+    if (count < -1) {
         abort();
+    }
     /* The same bytes as the details of a failed call. */
     char details[256];
     size_t dn = size < sizeof details - 1 ? size : sizeof details - 1;

@@ -36,25 +36,25 @@ static void body_decode(const kp__request_t *r, kp_reader_t *rd)
     switch (r->api_key) {
     case KP_API_API_VERSIONS: {
         kp_api_versions_response_t resp;
-        (void)kp_api_versions_response_read(rd, r->version, &resp);
-        kp_api_versions_response_free(&resp);
+        (void)kp__api_versions_response_read(rd, r->version, &resp);
+        kp__api_versions_response_free(&resp);
         break;
     }
     case KP_API_METADATA: {
         kp_metadata_response_t resp;
-        (void)kp_metadata_response_read(rd, r->version, &resp);
-        kp_metadata_response_free(&resp);
+        (void)kp__metadata_response_read(rd, r->version, &resp);
+        kp__metadata_response_free(&resp);
         break;
     }
     case KP_API_PRODUCE: {
         kp_produce_response_t resp;
-        (void)kp_produce_response_read(rd, r->version, &resp);
-        kp_produce_response_free(&resp);
+        (void)kp__produce_response_read(rd, r->version, &resp);
+        kp__produce_response_free(&resp);
         break;
     }
     default: {
         kp_init_producer_id_response_t resp;
-        (void)kp_init_producer_id_response_read(rd, r->version, &resp);
+        (void)kp__init_producer_id_response_read(rd, r->version, &resp);
         break;
     }
     }
@@ -65,12 +65,14 @@ static int on_frame(kp__conn_t *c, uint8_t *frame, size_t len, void *arg)
 {
     int *answered = arg;
     kp_reader_t rd;
-    kp_reader_init(&rd, frame, len);
+    kp__reader_init(&rd, frame, len);
     kp__request_t *r = kp__conn_response_request(c, &rd);
-    if (r == NULL)
+    if (r == NULL) {
         return -1;
-    if (r->correlation_id != 1000 + *answered) /* answers come in request order */
+    }
+    if (r->correlation_id != 1000 + *answered) { /* answers come in request order */
         abort();
+    }
     kp__in_flight_pop(&c->in_flight);
     body_decode(r, &rd);
     kp__request_free(r);
@@ -81,12 +83,14 @@ static int on_frame(kp__conn_t *c, uint8_t *frame, size_t len, void *arg)
 static int requests_queue(kp__conn_t *c, const uint8_t *data, size_t size, size_t *used)
 {
     int n = 1 + data[0] % 6;
-    if (size < 1 + 2 * (size_t)n)
+    if (size < 1 + 2 * (size_t)n) {
         return -1;
+    }
     for (int i = 0; i < n; i++) {
         kp__request_t *r = calloc(1, sizeof *r);
-        if (r == NULL)
+        if (r == NULL) {
             abort();
+        }
         int a = data[1 + 2 * i] % 4;
         r->api_key = apis[a];
         r->version = (int16_t)(min_version[a] + data[2 + 2 * i] % versions[a]);
@@ -110,8 +114,9 @@ static void sizes_fold(uint8_t *s, size_t len)
     while (pos + 4 <= len) {
         uint32_t n = (uint32_t)s[pos] << 24 | (uint32_t)s[pos + 1] << 16 |
                      (uint32_t)s[pos + 2] << 8 | s[pos + 3];
-        if (n > FRAME_MAX)
+        if (n > FRAME_MAX) {
             return; /* refused: the rest is never read */
+        }
         if (n > FOLD_FROM) {
             n = FOLD_FROM + n % 4096;
             s[pos] = (uint8_t)(n >> 24);
@@ -135,10 +140,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     /* One socket pair for the whole run (creating one per input costs most of the time). */
     static int sv[2] = {-1, -1};
-    if (sv[0] < 0 && socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) != 0)
+    if (sv[0] < 0 && socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) != 0) {
         abort();
-    if (size < 3)
+    }
+    if (size < 3) {
         return 0;
+    }
     kp__conn_t c;
     memset(&c, 0, sizeof c);
     size_t used = 0;
@@ -150,18 +157,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         size_t n = size - used < sizeof stream ? size - used : sizeof stream;
         memcpy(stream, data + used, n);
         sizes_fold(stream, n);
-        if (write(sv[1], stream, n) != (ssize_t)n)
+        if (write(sv[1], stream, n) != (ssize_t)n) {
             abort();
+        }
         c.fd = sv[0];
         int answered = 0;
         (void)kp__conn_read(&c, on_frame, &answered);
-        if (answered > queued)
+        if (answered > queued) {
             abort();
+        }
         drain(sv[0]);
     }
     free(c.frame);
     kp__request_t *r;
-    while ((r = kp__in_flight_pop(&c.in_flight)) != NULL)
+    while ((r = kp__in_flight_pop(&c.in_flight)) != NULL) {
         kp__request_free(r);
+    }
     return 0;
 }

@@ -11,15 +11,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    if (size < 1)
+    if (size < 1) {
         return 0;
+    }
     int16_t version = (int16_t)(data[0] % 5);
     kp_reader_t r;
-    kp_reader_init(&r, data + 1, size - 1);
+    kp__reader_init(&r, data + 1, size - 1);
     kp_init_producer_id_response_t resp;
-    (void)kp_init_producer_id_response_read(&r, version, &resp);
+    (void)kp__init_producer_id_response_read(&r, version, &resp);
     int32_t corr;
-    kp_reader_init(&r, data + 1, size - 1);
-    (void)kp_response_header_read(&r, KP_API_INIT_PRODUCER_ID, version, &corr);
+    kp__reader_init(&r, data + 1, size - 1);
+    (void)kp__response_header_read(&r, KP_API_INIT_PRODUCER_ID, version, &corr);
     return 0;
 }

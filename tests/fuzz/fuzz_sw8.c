@@ -18,14 +18,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     sw__sw8_t a, b;
     sw__sw8x_t x;
     (void)sw__sw8x_decode((const char *)data, size, &x, NULL);
-    if (sw__sw8_decode((const char *)data, size, &a, scratch, sizeof scratch, NULL) != 0)
+    if (sw__sw8_decode((const char *)data, size, &a, scratch, sizeof scratch, NULL) != 0) {
         return 0;
+    }
     int n = sw__sw8_encode(&a, again, sizeof again);
-    if (n < 0 || sw__sw8_decode(again, (size_t)n, &b, scratch2, sizeof scratch2, NULL) != 0)
+    if (n < 0 || sw__sw8_decode(again, (size_t)n, &b, scratch2, sizeof scratch2, NULL) != 0) {
         abort();
+    }
     if (a.sample != b.sample || a.parent_span_id != b.parent_span_id ||
         strcmp(a.trace_id, b.trace_id) != 0 || strcmp(a.address, b.address) != 0 ||
-        strcmp(a.parent_endpoint, b.parent_endpoint) != 0)
+        strcmp(a.parent_endpoint, b.parent_endpoint) != 0) {
         abort();
+    }
     return 0;
 }

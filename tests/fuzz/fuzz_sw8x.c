@@ -17,16 +17,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     sw__sw8x_t x, y;
     const char *reason = NULL;
     if (sw__sw8x_decode((const char *)data, size, &x, &reason) != 0) {
-        if (reason == NULL || strlen(reason) == 0)
+        if (reason == NULL || strlen(reason) == 0) {
             abort();
+        }
         return 0;
     }
-    if (!x.has_timestamp)
+    if (!x.has_timestamp) {
         return 0;
+    }
     char again[SW_SW8_X_MAX];
     int n = sw__sw8x_encode(x.send_ms, again, sizeof again);
     if (n < 0 || sw__sw8x_decode(again, (size_t)n, &y, NULL) != 0 || !y.has_timestamp ||
-        y.send_ms != x.send_ms)
+        y.send_ms != x.send_ms) {
         abort();
+    }
     return 0;
 }

@@ -33,8 +33,9 @@ static int replay_file(const char *path)
             data = grown;
         }
         size_t n = fread(data + size, 1, cap - size, f);
-        if (n == 0)
+        if (n == 0) {
             break;
+        }
         size += n;
     }
     fclose(f);
@@ -51,19 +52,22 @@ static int replay_path(const char *path, int *count)
         return -1;
     }
     if (!S_ISDIR(st.st_mode)) {
-        if (replay_file(path) != 0)
+        if (replay_file(path) != 0) {
             return -1;
+        }
         (*count)++;
         return 0;
     }
     DIR *dir = opendir(path);
-    if (dir == NULL)
+    if (dir == NULL) {
         return -1;
+    }
     struct dirent *entry;
     int rc = 0;
     while (rc == 0 && (entry = readdir(dir)) != NULL) {
-        if (entry->d_name[0] == '.')
+        if (entry->d_name[0] == '.') {
             continue;
+        }
         char child[4096];
         snprintf(child, sizeof child, "%s/%s", path, entry->d_name);
         rc = replay_path(child, count);
@@ -76,8 +80,9 @@ int main(int argc, char **argv)
 {
     int count = 0;
     for (int i = 1; i < argc; i++) {
-        if (replay_path(argv[i], &count) != 0)
+        if (replay_path(argv[i], &count) != 0) {
             return 1;
+        }
     }
     if (count == 0) {
         fprintf(stderr, "replay: the corpus is empty\n");

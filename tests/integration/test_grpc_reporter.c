@@ -74,11 +74,13 @@ static void poll_pause(void)
 static int port_file_read(const char *path)
 {
     FILE *f = fopen(path, "r");
-    if (f == NULL)
+    if (f == NULL) {
         return 0;
+    }
     int port = 0;
-    if (fscanf(f, "%d", &port) != 1)
+    if (fscanf(f, "%d", &port) != 1) {
         port = 0;
+    }
     fclose(f);
     return port;
 }
@@ -122,8 +124,9 @@ static void collector_start(collector_t *c, int port, const char *token, const c
     cr_assert_geq(pid, 0, "fork: %s", strerror(errno));
     if (pid == 0) {
         prctl(PR_SET_PDEATHSIG, SIGTERM); /* the collector dies with the test */
-        if (getppid() != parent)
+        if (getppid() != parent) {
             _exit(127);
+        }
         execv(PYTHON, (char *const *)argv);
         fprintf(stderr, "exec %s: %s\n", PYTHON, strerror(errno));
         _exit(127);
@@ -145,8 +148,9 @@ static void collector_start(collector_t *c, int port, const char *token, const c
 /* SIGTERM (graceful stop), then a bounded wait; SIGKILL if it does not end. Idempotent. */
 static void collector_stop(collector_t *c)
 {
-    if (c->pid <= 0)
+    if (c->pid <= 0) {
         return;
+    }
     kill(c->pid, SIGTERM);
     uint64_t deadline = now_ms() + WAIT_MS;
     int status = 0;
@@ -165,8 +169,9 @@ static void collector_fini(void)
 {
     collector_t *c = &the_collector;
     collector_stop(c);
-    if (sw_enabled())
+    if (sw_enabled()) {
         sw_shutdown();
+    }
     if (c->dir[0] != '\0') { /* what a failed test recorded was printed by its assertions */
         char path[sizeof c->dir + 16];
         snprintf(path, sizeof path, "%.120s/stderr.txt", c->dir);
@@ -194,12 +199,14 @@ static bool json_string(const char *line, const char *key, char *buf, size_t len
     char pat[64];
     snprintf(pat, sizeof pat, "\"%s\": \"", key);
     const char *p = strstr(line, pat);
-    if (p == NULL)
+    if (p == NULL) {
         return false;
+    }
     p += strlen(pat);
     const char *end = strchr(p, '"');
-    if (end == NULL || (size_t)(end - p) >= len)
+    if (end == NULL || (size_t)(end - p) >= len) {
         return false;
+    }
     memcpy(buf, p, (size_t)(end - p));
     buf[end - p] = '\0';
     return true;
@@ -216,17 +223,20 @@ static records_t records_read(const collector_t *c, const char *instance)
     records_t r = {0};
     size_t cap = 0;
     FILE *f = fopen(c->out, "r");
-    if (f == NULL)
+    if (f == NULL) {
         return r;
+    }
     char *line = NULL;
     size_t line_cap = 0;
     ssize_t n;
     while ((n = getline(&line, &line_cap, f)) > 0) {
-        if (line[n - 1] != '\n')
+        if (line[n - 1] != '\n') {
             break; /* being written */
+        }
         char kind[32], id[256];
-        if (!json_string(line, "kind", kind, sizeof kind))
+        if (!json_string(line, "kind", kind, sizeof kind)) {
             continue;
+        }
         if (strcmp(kind, "segment") == 0) {
             cr_assert(json_string(line, "traceSegmentId", id, sizeof id), "no id in %s", line);
             if (r.segments == cap) {
@@ -236,27 +246,31 @@ static records_t records_read(const collector_t *c, const char *instance)
             r.segment_ids[r.segments++] = strdup(id);
         } else if (strcmp(kind, "properties") == 0) {
             r.properties++;
-            if (strstr(line, "\"language\": \"C\""))
+            if (strstr(line, "\"language\": \"C\"")) {
                 r.properties_have_language = true;
+            }
         } else if (strcmp(kind, "ping") == 0) {
             r.pings++;
-            if (json_string(line, "serviceInstance", id, sizeof id) && strcmp(id, instance) == 0)
+            if (json_string(line, "serviceInstance", id, sizeof id) && strcmp(id, instance) == 0) {
                 r.instance_seen = true;
+            }
         } else if (strcmp(kind, "rejected") == 0) {
             r.rejected++;
         }
     }
     free(line);
     fclose(f);
-    if (r.segments > 1)
+    if (r.segments > 1) {
         qsort(r.segment_ids, r.segments, sizeof *r.segment_ids, id_compare);
+    }
     return r;
 }
 
 static void records_free(records_t *r)
 {
-    for (size_t i = 0; i < r->segments; i++)
+    for (size_t i = 0; i < r->segments; i++) {
         free(r->segment_ids[i]);
+    }
     free(r->segment_ids);
 }
 
@@ -264,8 +278,9 @@ static void records_free(records_t *r)
 static size_t records_duplicates(const records_t *r)
 {
     size_t dup = 0;
-    for (size_t i = 1; i < r->segments; i++)
+    for (size_t i = 1; i < r->segments; i++) {
         dup += strcmp(r->segment_ids[i - 1], r->segment_ids[i]) == 0;
+    }
     return dup;
 }
 
@@ -296,9 +311,10 @@ static void agent_start_backend(const char *backend, const char *token, uint32_t
                  err);
     snprintf(text, sizeof text, "%u", buffer_size);
     cr_assert_eq(sw_config_set(&cfg, "SW_BUFFER_BUFFER_SIZE", text, err, sizeof err), 0, "%s", err);
-    if (token != NULL)
+    if (token != NULL) {
         cr_assert_eq(sw_config_set(&cfg, "SW_AGENT_AUTHENTICATION", token, err, sizeof err), 0,
                      "%s", err);
+    }
     if (agent_ssl_ca != NULL) {
         cr_assert_eq(sw_config_set(&cfg, "SW_AGENT_SSL", "true", err, sizeof err), 0, "%s", err);
         cr_assert_eq(sw_config_set(&cfg, "SW_AGENT_SSL_CA_FILE", agent_ssl_ca, err, sizeof err), 0,
@@ -345,8 +361,9 @@ static sw_stats_t stats_settled(void)
     for (;;) {
         sw_stats_t st = stats_now();
         uint64_t done = st.segments_reported + st.segments_dropped + st.segments_failed;
-        if (done == st.segments_finished)
+        if (done == st.segments_finished) {
             return st;
+        }
         cr_assert_lt(now_ms(), deadline, "only %llu of %llu segments accounted for in %d ms",
                      (unsigned long long)done, (unsigned long long)st.segments_finished, WAIT_MS);
         poll_pause();
@@ -389,8 +406,9 @@ static char *stderr_capture_end(stderr_capture_t *cap)
 static size_t occurrences(const char *text, const char *needle)
 {
     size_t n = 0;
-    for (const char *p = text; (p = strstr(p, needle)) != NULL; p += strlen(needle))
+    for (const char *p = text; (p = strstr(p, needle)) != NULL; p += strlen(needle)) {
         n++;
+    }
     return n;
 }
 
@@ -415,8 +433,9 @@ Test(grpc_reporter, every_segment_arrives_once_with_properties_and_pings)
         records_t r = records_read(c, INSTANCE);
         bool done = r.properties >= 1 && r.pings >= 2;
         records_free(&r);
-        if (done)
+        if (done) {
             break;
+        }
         cr_assert_lt(now_ms(), deadline, "no properties and 2 pings within %d ms", WAIT_MS);
         poll_pause();
     }
@@ -578,11 +597,13 @@ static int init_with(const char *key, const char *value, const char *key2, const
                                sizeof err),
                  0, "%s", err);
     cr_assert_eq(sw_config_set(&cfg, key, value, err, sizeof err), 0, "%s", err);
-    if (key2 != NULL)
+    if (key2 != NULL) {
         cr_assert_eq(sw_config_set(&cfg, key2, value2, err, sizeof err), 0, "%s", err);
+    }
     int rc = sw_init(&cfg);
-    if (rc == 0)
+    if (rc == 0) {
         sw_shutdown();
+    }
     return rc;
 }
 

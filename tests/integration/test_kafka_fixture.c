@@ -97,8 +97,9 @@ Test(kafka_fixture, three_nodes_kill_and_restart, .timeout = 400)
 
     cr_assert_eq(sw_test_kafka_start(&k, "kafka-selftest-3n", 3, "sw-3n:3"), 0,
                  "3-node cluster did not start (logs in kafka-selftest-3n/)");
-    for (const char *p = k.bootstrap; *p; p++)
+    for (const char *p = k.bootstrap; *p; p++) {
         commas += *p == ',';
+    }
     cr_assert_eq(commas, 2, "bootstrap '%s' should list 3 nodes", k.bootstrap);
     char old_bootstrap[sizeof k.bootstrap];
     memcpy(old_bootstrap, k.bootstrap, sizeof old_bootstrap);

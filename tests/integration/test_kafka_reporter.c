@@ -49,12 +49,14 @@ static long length_parse(const char *buf, size_t n, size_t *pos)
         tmp[i] = buf[*pos + i];
         i++;
     }
-    if (*pos + i >= n || buf[*pos + i] != ':' || i == 0)
+    if (*pos + i >= n || buf[*pos + i] != ':' || i == 0) {
         return -2;
+    }
     tmp[i] = '\0';
     long v = strtol(tmp, &end, 10);
-    if (*end != '\0' || v < -1)
+    if (*end != '\0' || v < -1) {
         return -2;
+    }
     *pos += i + 1;
     return v;
 }
@@ -128,8 +130,9 @@ static size_t segments_check(const records_t *rs, const char *service, const cha
         Skywalking__V3__SegmentObject *seg =
             skywalking__v3__segment_object__unpack(NULL, r->value_len, r->value);
         if (seg == NULL || strcmp(seg->service, service) != 0) {
-            if (seg != NULL)
+            if (seg != NULL) {
                 skywalking__v3__segment_object__free_unpacked(seg, NULL);
+            }
             continue; /* another test's record (or not ours to judge) */
         }
         cr_assert_not_null(r->key, "segment %s has a null key", seg->tracesegmentid);
@@ -140,10 +143,12 @@ static size_t segments_check(const records_t *rs, const char *service, const cha
         skywalking__v3__segment_object__free_unpacked(seg, NULL);
     }
     qsort(ids, mine, sizeof *ids, string_compare);
-    for (size_t i = 1; i < mine; i++)
+    for (size_t i = 1; i < mine; i++) {
         cr_assert_str_neq(ids[i - 1], ids[i], "segment %s delivered twice", ids[i]);
-    for (size_t i = 0; i < mine; i++)
+    }
+    for (size_t i = 0; i < mine; i++) {
         free(ids[i]);
+    }
     free(ids);
     return mine;
 }
@@ -151,8 +156,9 @@ static size_t segments_check(const records_t *rs, const char *service, const cha
 static const char *property_find(const Skywalking__V3__InstanceProperties *p, const char *key)
 {
     for (size_t i = 0; i < p->n_properties; i++) {
-        if (strcmp(p->properties[i]->key, key) == 0)
+        if (strcmp(p->properties[i]->key, key) == 0) {
             return p->properties[i]->value;
+        }
     }
     return NULL;
 }
@@ -307,10 +313,12 @@ static void *segments_make(void *arg)
 static void threads_run(int per_thread)
 {
     pthread_t t[API_THREADS];
-    for (int i = 0; i < API_THREADS; i++)
+    for (int i = 0; i < API_THREADS; i++) {
         cr_assert_eq(pthread_create(&t[i], NULL, segments_make, &per_thread), 0);
-    for (int i = 0; i < API_THREADS; i++)
+    }
+    for (int i = 0; i < API_THREADS; i++) {
         pthread_join(t[i], NULL);
+    }
 }
 
 static void config_kafka(sw_config_t *cfg, const char *bootstrap, const char *service,
@@ -381,8 +389,9 @@ static size_t pings_count(const char *bootstrap, const char *instance)
 {
     records_t rs = topic_read(bootstrap, "skywalking-managements");
     size_t n = 0;
-    for (size_t i = 0; i < rs.count; i++)
+    for (size_t i = 0; i < rs.count; i++) {
         n += rs.items[i].key != NULL && strcmp(rs.items[i].key, instance) == 0;
+    }
     records_free(&rs);
     return n;
 }

@@ -47,10 +47,12 @@ static size_t n_records;
 
 static void records_init(void)
 {
-    for (size_t i = 0; i < sizeof binary_value; i++)
+    for (size_t i = 0; i < sizeof binary_value; i++) {
         binary_value[i] = (uint8_t)i; /* includes '\n', '|', NUL */
-    for (size_t i = 0; i < sizeof big_value; i++)
+    }
+    for (size_t i = 0; i < sizeof big_value; i++) {
         big_value[i] = (uint8_t)("skywalking-c segment "[i % 21] ^ (i / 997));
+    }
     static const char text[] = "value-without-key";
     n_records = 0;
     records[n_records++] = (test_record_t){
@@ -138,8 +140,8 @@ static uint8_t *rpc(int fd, kp_writer_t *w, int16_t api_key, int16_t version, in
     uint8_t *body = malloc(size);
     cr_assert_not_null(body);
     io_all(fd, body, size, false);
-    kp_reader_init(r, body, size);
-    cr_assert_eq(kp_response_header_read(r, api_key, version, &got_corr), 0,
+    kp__reader_init(r, body, size);
+    cr_assert_eq(kp__response_header_read(r, api_key, version, &got_corr), 0,
                  "bad response header (api %d v%d)", api_key, version);
     cr_assert_eq(got_corr, corr, "correlation id %d, expected %d", got_corr, corr);
     return body;
@@ -161,21 +163,22 @@ static void session_api_versions(session_t *s)
         kp_reader_t r;
         size_t frame;
         int32_t corr = ++s->corr;
-        cr_assert_eq(kp_writer_init_growable(&w, 0), 0);
-        kp_request_begin(&w, KP_API_API_VERSIONS, version, corr, "sw-interop", &frame);
-        kp_api_versions_request_write(&w, version, NULL, NULL);
-        kp_request_end(&w, frame);
+        cr_assert_eq(kp__writer_init_growable(&w, 0), 0);
+        kp__request_begin(&w, KP_API_API_VERSIONS, version, corr, "sw-interop", &frame);
+        kp__api_versions_request_write(&w, version, NULL, NULL);
+        kp__request_end(&w, frame);
         uint8_t *body = rpc(s->fd, &w, KP_API_API_VERSIONS, version, corr, &r);
-        kp_writer_free(&w);
-        int rc = kp_api_versions_response_read(&r, version, &s->apis);
+        kp__writer_free(&w);
+        int rc = kp__api_versions_response_read(&r, version, &s->apis);
         free(body);
         cr_assert_eq(rc, 0, "ApiVersions v%d response: %s", version, kp_err_name(rc));
-        if (s->apis.error_code == 0)
+        if (s->apis.error_code == 0) {
             return;
+        }
         cr_assert_eq(s->apis.error_code, 35, "ApiVersions error %d", s->apis.error_code);
         cr_assert_eq(
-            kp_api_version_pick(s->apis.apis, s->apis.n_apis, KP_API_API_VERSIONS, &version), 0);
-        kp_api_versions_response_free(&s->apis);
+            kp__api_version_pick(s->apis.apis, s->apis.n_apis, KP_API_API_VERSIONS, &version), 0);
+        kp__api_versions_response_free(&s->apis);
     }
     cr_assert_fail("ApiVersions failed twice");
 }
@@ -183,7 +186,7 @@ static void session_api_versions(session_t *s)
 static int16_t session_pick(const session_t *s, int16_t api_key)
 {
     int16_t v = -1;
-    int rc = kp_api_version_pick(s->apis.apis, s->apis.n_apis, api_key, &v);
+    int rc = kp__api_version_pick(s->apis.apis, s->apis.n_apis, api_key, &v);
     cr_assert_eq(rc, 0, "no common version for api %d: %s", api_key, kp_err_name(rc));
     return v;
 }
@@ -191,9 +194,11 @@ static int16_t session_pick(const session_t *s, int16_t api_key)
 /* True when the broker accepts `version` of api_key. */
 static bool session_supports(const session_t *s, int16_t api_key, int16_t version)
 {
-    for (size_t i = 0; i < s->apis.n_apis; i++)
-        if (s->apis.apis[i].api_key == api_key)
+    for (size_t i = 0; i < s->apis.n_apis; i++) {
+        if (s->apis.apis[i].api_key == api_key) {
             return version >= s->apis.apis[i].min_version && version <= s->apis.apis[i].max_version;
+        }
+    }
     return false;
 }
 
@@ -206,7 +211,7 @@ static void session_open(session_t *s, const char *host, int port)
 
 static void session_close(session_t *s)
 {
-    kp_api_versions_response_free(&s->apis);
+    kp__api_versions_response_free(&s->apis);
     close(s->fd);
     s->fd = -1;
 }
@@ -232,33 +237,36 @@ static void session_open_leader(session_t *s, const char *topic, int32_t partiti
     size_t frame;
     int32_t corr = ++s->corr;
 
-    cr_assert_eq(kp_writer_init_growable(&w, 0), 0);
-    kp_request_begin(&w, KP_API_METADATA, version, corr, "sw-interop", &frame);
-    kp_metadata_request_write(&w, version, &req);
-    kp_request_end(&w, frame);
+    cr_assert_eq(kp__writer_init_growable(&w, 0), 0);
+    kp__request_begin(&w, KP_API_METADATA, version, corr, "sw-interop", &frame);
+    kp__metadata_request_write(&w, version, &req);
+    kp__request_end(&w, frame);
     uint8_t *body = rpc(s->fd, &w, KP_API_METADATA, version, corr, &r);
-    kp_writer_free(&w);
-    int rc = kp_metadata_response_read(&r, version, &md);
+    kp__writer_free(&w);
+    int rc = kp__metadata_response_read(&r, version, &md);
     free(body);
     cr_assert_eq(rc, 0, "Metadata v%d response: %s", version, kp_err_name(rc));
     cr_assert_eq(md.n_topics, 1);
     cr_assert_eq(md.topics[0].error_code, 0, "topic %s: error %d", topic, md.topics[0].error_code);
     int32_t leader = -1;
-    for (size_t i = 0; i < md.topics[0].n_partitions; i++)
-        if (md.topics[0].partitions[i].partition == partition)
+    for (size_t i = 0; i < md.topics[0].n_partitions; i++) {
+        if (md.topics[0].partitions[i].partition == partition) {
             leader = md.topics[0].partitions[i].leader_id;
+        }
+    }
     cr_assert(leader >= 0, "%s[%d] has no leader", topic, partition);
     for (size_t i = 0; i < md.n_brokers; i++) {
-        if (md.brokers[i].node_id != leader)
+        if (md.brokers[i].node_id != leader) {
             continue;
+        }
         if (strcmp(md.brokers[i].host, host) != 0 || md.brokers[i].port != port) {
             session_close(s);
             session_open(s, md.brokers[i].host, md.brokers[i].port);
         }
-        kp_metadata_response_free(&md);
+        kp__metadata_response_free(&md);
         return;
     }
-    kp_metadata_response_free(&md);
+    kp__metadata_response_free(&md);
     cr_assert_fail("leader %d of %s[%d] is not among the brokers", leader, topic, partition);
 }
 
@@ -275,22 +283,23 @@ typedef struct batch {
 static void batch_build(batch_t *bt, kp_compression_t compression)
 {
     bt->base_ts = now_ms();
-    cr_assert_eq(kp_record_batch_init(&bt->b, bt->block, sizeof bt->block, bt->base_ts), 0);
+    cr_assert_eq(kp__record_batch_init(&bt->b, bt->block, sizeof bt->block, bt->base_ts), 0);
     for (size_t i = 0; i < n_records; i++) {
         const test_record_t *t = &records[i];
-        int rc = kp_record_batch_try_append(&bt->b, bt->base_ts + t->ts_offset, t->key, t->key_len,
-                                            t->value, t->value_len,
-                                            t->n_headers ? t->headers : NULL, t->n_headers);
+        int rc = kp__record_batch_try_append(&bt->b, bt->base_ts + t->ts_offset, t->key, t->key_len,
+                                             t->value, t->value_len,
+                                             t->n_headers ? t->headers : NULL, t->n_headers);
         cr_assert_eq(rc, 0, "append of record %zu: %s", i, kp_err_name(rc));
     }
     kp_batch_compression_t c = {.type = compression, .level = -1};
-    int rc = kp_record_batch_close(&bt->b, -1, -1, -1, &c);
+    int rc = kp__record_batch_close(&bt->b, -1, -1, -1, &c);
     cr_assert_eq(rc, 0, "close: %s", kp_err_name(rc));
-    bt->data = kp_record_batch_data(&bt->b, &bt->len);
+    bt->data = kp__record_batch_data(&bt->b, &bt->len);
     cr_assert_not_null(bt->data);
-    if (compression != KP_COMPRESSION_NONE)
+    if (compression != KP_COMPRESSION_NONE) {
         cr_assert_lt(bt->len, (size_t)BIG_VALUE_LEN,
                      "codec %d did not shrink the batch (%zu bytes)", (int)compression, bt->len);
+    }
 }
 
 /* ---- Produce ---- */
@@ -310,16 +319,17 @@ static void produce(session_t *s, int16_t version, const char *topic, const int3
     int32_t corr = ++s->corr;
 
     cr_assert(n <= 4);
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         pd[i] = (kp_produce_partition_data_t){partitions[i], batches[i]->data, batches[i]->len};
-    cr_assert_eq(kp_writer_init_growable(&w, 0), 0);
-    kp_request_begin(&w, KP_API_PRODUCE, version, corr, "sw-interop", &frame);
-    int rc = kp_produce_request_write(&w, version, &req);
+    }
+    cr_assert_eq(kp__writer_init_growable(&w, 0), 0);
+    kp__request_begin(&w, KP_API_PRODUCE, version, corr, "sw-interop", &frame);
+    int rc = kp__produce_request_write(&w, version, &req);
     cr_assert_eq(rc, 0, "Produce v%d encoding: %s", version, kp_err_name(rc));
-    kp_request_end(&w, frame);
+    kp__request_end(&w, frame);
     uint8_t *body = rpc(s->fd, &w, KP_API_PRODUCE, version, corr, &r);
-    kp_writer_free(&w);
-    rc = kp_produce_response_read(&r, version, &resp);
+    kp__writer_free(&w);
+    rc = kp__produce_response_read(&r, version, &resp);
     free(body);
     cr_assert_eq(rc, 0, "Produce v%d response: %s", version, kp_err_name(rc));
     cr_assert_eq(resp.n_topics, 1);
@@ -327,20 +337,23 @@ static void produce(session_t *s, int16_t version, const char *topic, const int3
     cr_assert_eq(resp.topics[0].n_partitions, n);
     for (size_t i = 0; i < n; i++) {
         const kp_produce_partition_response_t *p = NULL;
-        for (size_t j = 0; j < n; j++)
-            if (resp.topics[0].partitions[j].partition == partitions[i])
+        for (size_t j = 0; j < n; j++) {
+            if (resp.topics[0].partitions[j].partition == partitions[i]) {
                 p = &resp.topics[0].partitions[j];
+            }
+        }
         cr_assert_not_null(p, "no response for partition %d", partitions[i]);
         cr_assert_eq(p->error_code, 0, "Produce v%d %s[%d]: broker error %d (%s)", version, topic,
                      partitions[i], p->error_code,
                      p->error_message ? p->error_message : "no message");
         cr_assert_geq(p->base_offset, 0);
         cr_assert_eq(p->log_append_time_ms, -1, "topic should use CreateTime");
-        if (version >= 5)
+        if (version >= 5) {
             cr_assert(p->log_start_offset >= 0 && p->log_start_offset <= p->base_offset);
+        }
         base_offsets[i] = p->base_offset;
     }
-    kp_produce_response_free(&resp);
+    kp__produce_response_free(&resp);
 }
 
 /* ---- read back with kcat ---- */
@@ -404,9 +417,10 @@ static void read_back(const char *topic, int32_t partition, int64_t base_offset,
                                       "%o|%T|%K|%S|%k%s|%h\n", &len);
     cr_assert_not_null(out, "kcat could not read %s[%d] from offset %lld", topic, partition,
                        (long long)base_offset);
-    for (size_t i = 0; i < n_records; i++)
+    for (size_t i = 0; i < n_records; i++) {
         record_check(out, len, &pos, &records[i], base_offset + (int64_t)i,
                      bt->base_ts + records[i].ts_offset);
+    }
     cr_assert_eq(pos, len, "kcat printed more than the %zu records", n_records);
     free(out);
 }
@@ -424,15 +438,16 @@ static void produce_one(int16_t version, kp_compression_t compression)
 
     records_init();
     session_open_leader(&s, topic, partition);
-    if (version == 0)
+    if (version == 0) {
         version = session_pick(&s, KP_API_PRODUCE);
+    }
     cr_assert(session_supports(&s, KP_API_PRODUCE, version), "broker rejects Produce v%d", version);
     batch_build(&bt, compression);
     batch_t *batches[] = {&bt};
     produce(&s, version, topic, &partition, batches, 1, &base);
     session_close(&s);
     read_back(topic, partition, base, &bt);
-    kp_record_batch_release(&bt.b);
+    kp__record_batch_release(&bt.b);
 }
 
 Test(kafka_wire_interop, produce_v3_uncompressed)
@@ -480,8 +495,9 @@ static void produce_two_partitions(int16_t version)
 
     records_init();
     session_open_leader(&s, topic, partitions[0]);
-    if (version == 0)
+    if (version == 0) {
         version = session_pick(&s, KP_API_PRODUCE);
+    }
     batch_build(&plain, KP_COMPRESSION_NONE);
     batch_build(&zipped, KP_COMPRESSION_GZIP);
     batch_t *batches[] = {&plain, &zipped};
@@ -489,8 +505,8 @@ static void produce_two_partitions(int16_t version)
     session_close(&s);
     read_back(topic, partitions[0], base[0], &plain);
     read_back(topic, partitions[1], base[1], &zipped);
-    kp_record_batch_release(&plain.b);
-    kp_record_batch_release(&zipped.b);
+    kp__record_batch_release(&plain.b);
+    kp__record_batch_release(&zipped.b);
 }
 
 Test(kafka_wire_interop, two_partitions_v3)

@@ -29,8 +29,9 @@ static void env_make(char *buf[4], char store[4][4200], const char *dir, const c
     snprintf(store[0], sizeof store[0], "LD_PRELOAD=%s", PL_PRELOAD_LIB);
     snprintf(store[1], sizeof store[1], "SW_REPORTER_FILE_PATH=%s/%s", dir, file);
     snprintf(store[2], sizeof store[2], "SW_AGENT_NAME=%s", service);
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 3; i++) {
         buf[i] = store[i];
+    }
     buf[3] = NULL;
 }
 
@@ -157,9 +158,10 @@ Test(preload, failed_requests_keep_exit_codes_and_are_errors)
 static void refs_resolve(const pl_segments_t *s)
 {
     for (size_t i = 0; i < s->n; i++) {
-        for (size_t j = i + 1; j < s->n; j++)
+        for (size_t j = i + 1; j < s->n; j++) {
             cr_assert_str_neq(s->segs[i]->tracesegmentid, s->segs[j]->tracesegmentid,
                               "segment %s reported twice", s->segs[i]->tracesegmentid);
+        }
         const pl_span_t *root = s->segs[i]->spans[0];
         for (size_t r = 0; r < root->n_refs; r++) {
             const pl_segment_t *parent = pl_segment_find(s, root->refs[r]->parenttracesegmentid);
@@ -179,12 +181,14 @@ static size_t count_linked(const pl_segments_t *s, const char *op, int type, int
     for (size_t i = 0; i < s->n; i++) {
         const pl_span_t *root = s->segs[i]->spans[0];
         if (strcmp(root->operationname, op) != 0 || (int)root->spantype != type ||
-            root->n_refs != 1 || (int)root->refs[0]->reftype != ref_type)
+            root->n_refs != 1 || (int)root->refs[0]->reftype != ref_type) {
             continue;
+        }
         const pl_segment_t *p = pl_segment_find(s, root->refs[0]->parenttracesegmentid);
         if (p != NULL &&
-            strcmp(p->spans[root->refs[0]->parentspanid]->operationname, parent_op) == 0)
+            strcmp(p->spans[root->refs[0]->parentspanid]->operationname, parent_op) == 0) {
             n++;
+        }
     }
     return n;
 }
@@ -221,10 +225,12 @@ Test(preload, curl_multi_transfers_are_sibling_exit_spans)
     cr_assert_eq(pl_segments_read(&s, path), 5);
     refs_resolve(&s);
     const pl_segment_t *handler = NULL;
-    for (size_t i = 0; i < s.n; i++)
+    for (size_t i = 0; i < s.n; i++) {
         if (s.segs[i]->spans[0]->spantype == SKYWALKING__V3__SPAN_TYPE__Entry &&
-            strcmp(s.segs[i]->spans[0]->operationname, "/multi/3") == 0)
+            strcmp(s.segs[i]->spans[0]->operationname, "/multi/3") == 0) {
             handler = s.segs[i];
+        }
+    }
     cr_assert_not_null(handler, "no /multi/3 handler segment");
     cr_assert_eq(handler->n_spans, 4, "the 3 transfers are spans of the handler's segment");
     unsigned fails = 0;
@@ -268,8 +274,9 @@ Test(preload, threads_continue_the_creating_span)
     /* main's GET, the /spawn/4 handler, 4 threads' GETs, 4 /leaf handlers. */
     cr_assert_eq(pl_segments_read(&s, path), 10);
     refs_resolve(&s);
-    for (size_t i = 1; i < s.n; i++)
+    for (size_t i = 1; i < s.n; i++) {
         cr_assert_str_eq(s.segs[i]->traceid, s.segs[0]->traceid, "one trace");
+    }
     cr_assert_eq(count_linked(&s, "/spawn/4", 0, 0, "/spawn/4"), 1);
     cr_assert_eq(count_linked(&s, "/leaf", 1, 1, "/spawn/4"), 4,
                  "each thread's segment continues the handler's span (CrossThread)");

@@ -21,8 +21,9 @@ static pl_segments_t cyg_run_args(const char *tag, char *const extra[], char *er
     snprintf(errp, sizeof errp, "%s/err", dir);
     char *env[12] = {file, "SW_AGENT_NAME=pl-cyg"};
     size_t n = 2;
-    for (size_t i = 0; extra[i] != NULL && n < 11; i++)
+    for (size_t i = 0; extra[i] != NULL && n < 11; i++) {
         env[n++] = extra[i];
+    }
     env[n] = NULL;
     char *argv[] = {PL_CYG, mode, NULL};
     cr_assert_eq(pl_run(argv, env, NULL, errp, WAIT_MS), 0, "pl_cyg failed");
@@ -45,16 +46,19 @@ static pl_segments_t cyg_run(const char *tag, char *const extra[], char *err_out
 static size_t count_op(const pl_segment_t *seg, const char *op)
 {
     size_t n = 0;
-    for (size_t i = 0; i < seg->n_spans; i++)
+    for (size_t i = 0; i < seg->n_spans; i++) {
         n += strcmp(seg->spans[i]->operationname, op) == 0;
+    }
     return n;
 }
 
 static const pl_span_t *span_named(const pl_segment_t *seg, const char *op)
 {
-    for (size_t i = 0; i < seg->n_spans; i++)
-        if (strcmp(seg->spans[i]->operationname, op) == 0)
+    for (size_t i = 0; i < seg->n_spans; i++) {
+        if (strcmp(seg->spans[i]->operationname, op) == 0) {
             return seg->spans[i];
+        }
+    }
     return NULL;
 }
 

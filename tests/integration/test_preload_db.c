@@ -46,8 +46,9 @@ static void run_traced(char *const argv[], const char *tag, const char *extra1, 
     snprintf(e[1], sizeof e[1], "SW_REPORTER_FILE_PATH=%s", file);
     snprintf(e[2], sizeof e[2], "SW_AGENT_NAME=pl-db");
     char *env[] = {e[0], e[1], e[2], (char *)extra1, (char *)extra2, NULL};
-    if (extra1 == NULL)
+    if (extra1 == NULL) {
         env[3] = (char *)extra2, env[4] = NULL;
+    }
     char err[512];
     snprintf(err, sizeof err, "%s/stderr", dir);
     int rc = pl_run(argv, env, NULL, err, WAIT_MS);
@@ -60,10 +61,12 @@ static void run_traced(char *const argv[], const char *tag, const char *extra1, 
 /* The segment of pl_db's handler (entry span "/<mode>"). */
 static const pl_segment_t *handler_segment(const pl_segments_t *s, const char *op)
 {
-    for (size_t i = 0; i < s->n; i++)
+    for (size_t i = 0; i < s->n; i++) {
         if (s->segs[i]->spans[0]->spantype == SKYWALKING__V3__SPAN_TYPE__Entry &&
-            strcmp(s->segs[i]->spans[0]->operationname, op) == 0)
+            strcmp(s->segs[i]->spans[0]->operationname, op) == 0) {
             return s->segs[i];
+        }
+    }
     cr_assert_fail("no segment for the %s handler", op);
     return NULL;
 }
@@ -96,9 +99,11 @@ static void error_logged(const pl_span_t *sp, const char *needle)
     cr_assert(sp->iserror, "%s is an error", sp->operationname);
     cr_assert_eq(sp->n_logs, 1, "%s: one error log", sp->operationname);
     bool found = false;
-    for (size_t i = 0; i < sp->logs[0]->n_data; i++)
-        if (strcmp(sp->logs[0]->data[i]->key, "message") == 0)
+    for (size_t i = 0; i < sp->logs[0]->n_data; i++) {
+        if (strcmp(sp->logs[0]->data[i]->key, "message") == 0) {
             found = strstr(sp->logs[0]->data[i]->value, needle) != NULL;
+        }
+    }
     cr_assert(found, "%s: the log has the server's message (%s)", sp->operationname, needle);
 }
 
@@ -141,9 +146,11 @@ static void pq_check(const pl_segments_t *s, bool limited)
     tag_is(h->spans[5], "db.statement", "SELECT name FROM t WHERE id = $1");
     tag_is(h->spans[5], "db.sql.parameters", limited ? "[7]" : NULL);
     error_logged(h->spans[6], "no_such_table");
-    for (size_t i = 1; i < 10; i++)
-        if (i != 6)
+    for (size_t i = 1; i < 10; i++) {
+        if (i != 6) {
             no_error(h->spans[i]);
+        }
+    }
     tag_is(h->spans[7], "db.statement", "SELECT 2; SELECT 3");
     const char *longsql = pl_span_tag(h->spans[8], "db.statement");
     cr_assert_not_null(longsql);
@@ -194,8 +201,9 @@ Test(preload_db, real_psql_is_traced)
         for (size_t k = 0; k < s.segs[i]->n_spans; k++) {
             const pl_span_t *sp = s.segs[i]->spans[k];
             const char *st = pl_span_tag(sp, "db.statement");
-            if (st == NULL || strcmp(st, "SELECT 42") != 0)
+            if (st == NULL || strcmp(st, "SELECT 42") != 0) {
                 continue;
+            }
             cr_assert_eq(sp->spantype, SKYWALKING__V3__SPAN_TYPE__Exit);
             cr_assert_eq(sp->componentid, 22);
             cr_assert_eq(sp->spanlayer, SKYWALKING__V3__SPAN_LAYER__Database);
@@ -234,8 +242,9 @@ Test(preload_db, libmariadb_calls_are_database_exit_spans)
         cr_assert_str_eq(sp->peer, i == 7 ? tcp_peer : getenv("SW_TEST_MY_SOCKET"));
         tag_is(sp, "db.type", "sql");
         tag_is(sp, "db.instance", "swtest");
-        if (i != 5)
+        if (i != 5) {
             no_error(sp);
+        }
     }
     tag_is(h->spans[1], "db.statement", "SELECT 1");
     tag_is(h->spans[2], "db.statement", "CREATE TEMPORARY TAB"); /* cut at 20 bytes */
@@ -277,8 +286,9 @@ static void redis_check(const pl_segments_t *s, bool keys)
         tag_is(sp, "cache.cmd", w->cmd);
         tag_is(sp, "cache.op", w->cache_op);
         tag_is(sp, "cache.key", keys ? w->key : NULL);
-        if (i != 4)
+        if (i != 4) {
             no_error(sp);
+        }
     }
     error_logged(h->spans[4], "not an integer");
 }

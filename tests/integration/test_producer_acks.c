@@ -57,9 +57,10 @@ static void round_trip(const char *acks)
         cr_assert_eq(atomic_load(&errs[i]), 0, "record %ld: %s", i,
                      kp_err_name(atomic_load(&errs[i])));
         cr_assert_eq(atomic_load(&parts[i]), i % PARTS);
-        if (acks0)
+        if (acks0) {
             cr_assert_eq(atomic_load(&offsets[i]), -1, "acks=0 record %ld has offset %lld", i,
                          (long long)atomic_load(&offsets[i]));
+        }
     }
     char *seen = calloc(N, 1);
     long found = 0;
@@ -73,10 +74,11 @@ static void round_trip(const char *acks)
             cr_assert(id >= 0 && id < N && id % PARTS == part, "bad record %ld on %d", id, part);
             cr_assert_eq(seen[id], 0, "record %ld read twice", id);
             cr_assert_gt(id, last, "partition %d out of order: %ld after %ld", part, id, last);
-            if (!acks0)
+            if (!acks0) {
                 cr_assert_eq(atomic_load(&offsets[id]), off,
                              "record %ld reported at offset %lld, read back at %lld", id,
                              (long long)atomic_load(&offsets[id]), off);
+            }
             seen[id] = 1;
             last = id;
             found++;

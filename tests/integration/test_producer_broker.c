@@ -26,8 +26,9 @@
 static long record_count(void)
 {
     const char *e = getenv("SW_TEST_PRODUCER_RECORDS");
-    if (e && atol(e) > 0)
+    if (e && atol(e) > 0) {
         return atol(e);
+    }
 #if TEST_SANITIZED
     return 20000;
 #else
@@ -81,8 +82,9 @@ static void on_delivery(void *opaque, int error, int32_t partition, int64_t offs
     atomic_store_explicit(&t->r->err[t->id], error, memory_order_relaxed);
     atomic_store_explicit(&t->r->part[t->id], partition, memory_order_relaxed);
     atomic_fetch_add_explicit(&t->r->total, 1, memory_order_relaxed);
-    if (error)
+    if (error) {
         atomic_fetch_add_explicit(&t->r->failed, 1, memory_order_relaxed);
+    }
 }
 
 /* Value of record id: "<tag>:<id>|" then filler up to its size (100 B .. 10 KiB). */
@@ -140,26 +142,31 @@ Test(producer_broker, many_records_exactly_once_in_key_order, .timeout = 900)
         char *out = sw_test_kafka_consume(k.bootstrap, TOPIC, part, -1, 0, "%o %k|%s\n", &len);
         cr_assert_not_null(out, "kcat failed on partition %d", part);
         long last[KEYS];
-        for (int j = 0; j < KEYS; j++)
+        for (int j = 0; j < KEYS; j++) {
             last[j] = -1;
+        }
         /* Line by line with lengths: other tests' values may hold NUL bytes. */
         for (char *line = out, *nl; line < out + len; line = nl + 1) {
             nl = memchr(line, '\n', (size_t)(out + len - line));
-            if (!nl)
+            if (!nl) {
                 break;
+            }
             *nl = '\0';
             char *rest = NULL;
             long long off = strtoll(line, &rest, 10);
-            if (rest == line || *rest != ' ')
+            if (rest == line || *rest != ' ') {
                 continue;
+            }
             line = rest + 1;
             char *bar = memchr(line, '|', (size_t)(nl - line));
-            if (!bar || memchr(line, '\0', (size_t)(nl - line)))
+            if (!bar || memchr(line, '\0', (size_t)(nl - line))) {
                 continue;
+            }
             bool keyed = bar != line;
             size_t tl = strlen(tag);
-            if (strncmp(bar + 1, tag, tl) != 0 || bar[1 + tl] != ':')
+            if (strncmp(bar + 1, tag, tl) != 0 || bar[1 + tl] != ':') {
                 continue; /* another test or an earlier run */
+            }
             long id = strtol(bar + 2 + tl, NULL, 10);
             cr_assert(id >= 0 && id < n && keyed == (id % 2 == 0), "bad record %ld", id);
             cr_assert_eq(seen[id], 0, "record %ld read twice", id);
@@ -173,7 +180,7 @@ Test(producer_broker, many_records_exactly_once_in_key_order, .timeout = 900)
                 int kidx = (int)(id % KEYS);
                 char key[64];
                 int kl = snprintf(key, sizeof(key), "%s-%d", tag, kidx);
-                cr_assert_eq(kp_murmur2_partition(key, (size_t)kl, 6), part,
+                cr_assert_eq(kp__murmur2_partition(key, (size_t)kl, 6), part,
                              "keyed record %ld not on the Java client's partition", id);
                 cr_assert_gt(id, last[kidx], "key %d out of order: %ld after %ld", kidx, id,
                              last[kidx]);
@@ -225,8 +232,9 @@ static void plain_cb(void *opaque, int error, int32_t partition, int64_t offset)
     (void)partition;
     (void)offset;
     atomic_fetch_add(&plain_cb_count, 1);
-    if (error)
+    if (error) {
         atomic_fetch_add(&plain_cb_fail, 1);
+    }
 }
 
 Test(producer_broker, buffer_memory_exhausted_blocks_then_times_out)
@@ -239,8 +247,9 @@ Test(producer_broker, buffer_memory_exhausted_blocks_then_times_out)
         "200000",        "max.block.ms", "800",       NULL};
     kp_producer_t *p = producer_test_new(k.bootstrap, kv);
     atomic_store(&plain_cb_count, 0);
-    for (int part = 0; part < 4; part++)
+    for (int part = 0; part < 4; part++) {
         cr_assert_eq(kp_send(p, TOPIC, part, NULL, 0, "v", 1, NULL, 0, 0, plain_cb, NULL), 0);
+    }
     kp_stats_t st;
     kp_stats(p, &st);
     cr_assert_eq(st.pool_available, 0);
@@ -265,8 +274,9 @@ Test(producer_broker, close_with_records_in_flight_reports_each_once, .timeout =
     for (long i = 0; i < n; i++) {
         tickets[i] = (struct ticket){r, i};
         if (kp_send(p, TOPIC, -1, NULL, 0, value, sizeof(value), NULL, 0, 0, on_delivery,
-                    &tickets[i]) == 0)
+                    &tickets[i]) == 0) {
             accepted++;
+        }
     }
     cr_assert_eq(accepted, n);
     int rc = kp_close(p, 0); /* fail whatever is not delivered by now */

@@ -62,8 +62,9 @@ static bool thread_sleeping(int tid)
     char path[64], buf[512];
     snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
     FILE *f = fopen(path, "r");
-    if (!f)
+    if (!f) {
         return false;
+    }
     size_t n = fread(buf, 1, sizeof(buf) - 1, f);
     fclose(f);
     buf[n] = '\0';
@@ -135,8 +136,9 @@ Test(producer_close, send_blocked_on_buffer_memory_returns_closed, .timeout = 60
                         "delivery.timeout.ms", "200000", NULL};
     struct sender_arg a = {.topic = "sw-test-6p", .partition = 4};
     a.p = producer_test_new(k.bootstrap, kv);
-    for (int part = 0; part < 4; part++)
+    for (int part = 0; part < 4; part++) {
         cr_assert_eq(kp_send(a.p, a.topic, part, NULL, 0, "v", 1, NULL, 0, 0, ignore_cb, NULL), 0);
+    }
     pthread_t th;
     cr_assert_eq(pthread_create(&th, NULL, blocked_sender, &a), 0);
     wait_until(pool_waiter, &a, "kp_send waits in the BufferPool");
@@ -159,8 +161,9 @@ Test(producer_close, many_blocked_senders_all_return_closed, .timeout = 60)
         a[i] = (struct sender_arg){.p = p, .topic = "sw-test-6p", .partition = -1};
         cr_assert_eq(pthread_create(&th[i], NULL, blocked_sender, &a[i]), 0);
     }
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 4; i++) {
         wait_until(sender_asleep, &a[i], "every kp_send blocks waiting for metadata");
+    }
     double t0 = now_s();
     kp_close(p, 0);
     cr_assert_lt(now_s() - t0, CLOSE_BOUND_S, "kp_close took %.1f s", now_s() - t0);

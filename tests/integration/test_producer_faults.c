@@ -62,12 +62,14 @@ static void on_delivery(void *opaque, int error, int32_t partition, int64_t offs
     atomic_store(&r->err, error);
     atomic_store(&r->offset, offset);
     atomic_fetch_add(&r->calls, 1);
-    if (error || partition < 0 || partition >= PARTS)
+    if (error || partition < 0 || partition >= PARTS) {
         return;
+    }
     atomic_fetch_add(&acked_per_part[partition], 1);
     long long end = atomic_load(&fault_end_ms), zero = 0;
-    if (end > 0)
+    if (end > 0) {
         atomic_compare_exchange_strong(&first_ok_after[partition], &zero, mono_ms());
+    }
 }
 
 struct load {
@@ -89,8 +91,9 @@ static void *load_run(void *arg)
         memset(value + n, 'f', sizeof(value) - (size_t)n);
         l->rc = kp_send(l->p, l->topic, (int32_t)(i % PARTS), NULL, 0, value, sizeof(value), NULL,
                         0, 0, on_delivery, &recs[i]);
-        if (l->rc != 0)
+        if (l->rc != 0) {
             break;
+        }
         l->sent = i + 1;
         if (i % 2 == 1) {
             struct timespec ts = {0, 1000000};
@@ -103,12 +106,13 @@ static void *load_run(void *arg)
 static void wait_acked_everywhere(void)
 {
     int64_t end = mono_ms() + 20000;
-    for (int k = 0; k < PARTS; k++)
+    for (int k = 0; k < PARTS; k++) {
         while (atomic_load(&acked_per_part[k]) == 0) {
             cr_assert_lt(mono_ms(), end, "partition %d never acknowledged before the fault", k);
             struct timespec ts = {0, 1000000};
             nanosleep(&ts, NULL); /* polling interval of a bounded wait */
         }
+    }
 }
 
 static void sleep_ms(int ms)
@@ -135,31 +139,39 @@ static struct counts read_back(const char *bootstrap, const char *topic, const c
         long last = -1;
         for (char *cur = out, *end = out + len; cur < end;) {
             char *nl = memchr(cur, '\n', (size_t)(end - cur));
-            if (!nl)
+            if (!nl) {
                 break;
+            }
             long long off = strtoll(cur, NULL, 10);
             char *v = strchr(cur, ' ');
             cur = nl + 1;
-            if (!v || strncmp(v + 1, tagc, strlen(tagc)) != 0)
+            if (!v || strncmp(v + 1, tagc, strlen(tagc)) != 0) {
                 continue;
+            }
             long id = strtol(v + 1 + strlen(tagc), NULL, 10);
-            if (id < 0 || id >= sent)
+            if (id < 0 || id >= sent) {
                 continue;
+            }
             c.read++;
-            if (seen[id])
+            if (seen[id]) {
                 c.dup++;
+            }
             seen[id] = 1;
-            if (id <= last)
+            if (id <= last) {
                 c.ooo++;
+            }
             last = id;
-            if (atomic_load(&recs[id].err) == 0 && atomic_load(&recs[id].offset) != off)
+            if (atomic_load(&recs[id].err) == 0 && atomic_load(&recs[id].offset) != off) {
                 c.wrong_offset++;
+            }
         }
         free(out);
     }
-    for (long id = 0; id < sent; id++)
-        if (atomic_load(&recs[id].err) == 0 && !seen[id])
+    for (long id = 0; id < sent; id++) {
+        if (atomic_load(&recs[id].err) == 0 && !seen[id]) {
             c.lost++;
+        }
+    }
     free(seen);
     return c;
 }
@@ -249,17 +261,19 @@ static void run_fault(const char *name, const fp_faults_t *to_broker, const fp_f
     long acked = 0, failed = 0, bad_calls = 0;
     for (long id = 0; id < l.sent; id++) {
         int calls = atomic_load(&recs[id].calls);
-        if (calls != 1)
+        if (calls != 1) {
             bad_calls++;
-        else if (atomic_load(&recs[id].err) == 0)
+        } else if (atomic_load(&recs[id].err) == 0) {
             acked++;
-        else
+        } else {
             failed++;
+        }
     }
     struct counts c = read_back(kafka.bootstrap, topic, tag, l.sent);
     int64_t worst = 0;
-    for (int k = 0; k < PARTS; k++)
+    for (int k = 0; k < PARTS; k++) {
         worst = recovery[k] < 0 || worst < 0 ? -1 : (recovery[k] > worst ? recovery[k] : worst);
+    }
     printf("FAULT %-18s sent=%ld acked=%ld failed=%ld read=%ld lost=%ld dup=%ld ooo=%ld "
            "wrong_offset=%ld bad_callbacks=%ld recovery_ms=%lld flush_ms=%lld close_ms=%lld "
            "frames=%llu/%llu resets=%llu/%llu truncations=%llu/%llu corruptions=%llu/%llu "
@@ -279,12 +293,14 @@ static void run_fault(const char *name, const fp_faults_t *to_broker, const fp_f
     cr_expect_eq(c.lost, 0, "%ld acknowledged records not read back", c.lost);
     cr_expect_eq(c.dup, 0, "%ld records read back twice", c.dup);
     cr_expect_eq(c.ooo, 0, "%ld records out of partition order", c.ooo);
-    if (offsets_checked)
+    if (offsets_checked) {
         cr_expect_eq(c.wrong_offset, 0, "%ld acknowledgements with a wrong offset", c.wrong_offset);
-    for (int k = 0; k < PARTS; k++)
+    }
+    for (int k = 0; k < PARTS; k++) {
         cr_expect(recovery[k] >= 0 && recovery[k] <= bound,
                   "partition %d acknowledged again %lld ms after the fault window (bound %lld)", k,
                   (long long)recovery[k], (long long)bound);
+    }
 }
 
 Test(faults, reset_in_requests, .timeout = 120)

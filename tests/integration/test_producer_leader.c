@@ -36,8 +36,9 @@ static void on_delivery(void *opaque, int error, int32_t partition, int64_t offs
     atomic_fetch_add(&seen[id], 1);
     atomic_store(&errs[id], error);
     atomic_store(&parts[id], partition);
-    if (!error)
+    if (!error) {
         atomic_fetch_add(&acked, 1);
+    }
 }
 
 struct run {
@@ -115,8 +116,9 @@ static void verify_read_back(const char *tag)
         char *out = sw_test_kafka_consume(cluster.bootstrap, TOPIC, part, -1, 0, "%o %s\n", &len);
         cr_assert_not_null(out, "kcat failed on partition %d", part);
         long last[64];
-        for (int j = 0; j < 64; j++)
+        for (int j = 0; j < 64; j++) {
             last[j] = -1;
+        }
         long id;
         long long off;
         for (char *cur = out; tagged_offset_line_next(&cur, out + len, tag, &id, &off);) {

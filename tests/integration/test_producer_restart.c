@@ -34,8 +34,9 @@ static void on_delivery(void *opaque, int error, int32_t partition, int64_t offs
     atomic_store(&offsets[id], offset);
     atomic_fetch_add(&seen[id], 1);
     atomic_store(&errs[id], error);
-    if (!error)
+    if (!error) {
         atomic_fetch_add(&acked, 1);
+    }
 }
 
 struct run {

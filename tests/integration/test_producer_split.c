@@ -99,11 +99,12 @@ static void split_run(const char *compression)
                      atomic_load(&seen[i]));
         cr_assert_eq(atomic_load(&errs[i]), 0, "record %ld failed: %s", i,
                      kp_err_name(atomic_load(&errs[i])));
-        if (i > 0)
+        if (i > 0) {
             cr_assert_eq(atomic_load(&offsets[i]), atomic_load(&offsets[i - 1]) + 1,
                          "record %ld at offset %lld after %lld", i,
                          (long long)atomic_load(&offsets[i]),
                          (long long)atomic_load(&offsets[i - 1]));
+        }
     }
     cr_assert_eq(st.records_acked, (uint64_t)RECORDS);
     cr_assert_gt(st.records_retried, 0, "no batch was split: the broker accepted everything");
@@ -113,8 +114,9 @@ static void split_run(const char *compression)
     cr_assert_not_null(out, "kcat failed");
     char expect[RECORDS * 8 + 1];
     size_t el = 0;
-    for (long i = 0; i < RECORDS; i++)
+    for (long i = 0; i < RECORDS; i++) {
         el += (size_t)snprintf(expect + el, sizeof(expect) - el, "id-%02ld\n", i);
+    }
     cr_assert_eq(len, el, "read back %zu bytes of keys, expected %zu:\n%.*s", len, el, (int)len,
                  out);
     cr_assert_eq(memcmp(out, expect, el), 0, "keys out of order:\n%.*s", (int)len, out);

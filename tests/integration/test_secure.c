@@ -35,8 +35,9 @@ static void copy_file(const char *from, const char *to, mode_t mode)
     cr_assert(in >= 0 && out >= 0, "copy %s: %s", from, strerror(errno));
     char buf[65536];
     ssize_t n;
-    while ((n = read(in, buf, sizeof buf)) > 0)
+    while ((n = read(in, buf, sizeof buf)) > 0) {
         cr_assert_eq(write(out, buf, (size_t)n), n);
+    }
     close(in);
     close(out);
     cr_assert_eq(chown(to, 0, 0), 0);
@@ -45,8 +46,9 @@ static void copy_file(const char *from, const char *to, mode_t mode)
 
 static void setup(void)
 {
-    if (geteuid() != 0 || TEST_SANITIZED || access("/usr/bin/setpriv", X_OK) != 0)
+    if (geteuid() != 0 || TEST_SANITIZED || access("/usr/bin/setpriv", X_OK) != 0) {
         return;
+    }
     snprintf(root_dir, sizeof root_dir, "/tmp/sw-secure-root-XXXXXX");
     snprintf(bin_dir, sizeof bin_dir, "/tmp/sw-secure-bin-XXXXXX");
     snprintf(out_dir, sizeof out_dir, "/tmp/sw-secure-out-XXXXXX");
@@ -87,8 +89,9 @@ static void slurp(const char *path, char *buf, size_t len)
 {
     buf[0] = '\0';
     FILE *f = fopen(path, "r");
-    if (f == NULL)
+    if (f == NULL) {
         return;
+    }
     size_t n = fread(buf, 1, len - 1, f);
     buf[n] = '\0';
     fclose(f);
@@ -139,16 +142,18 @@ static void run(run_t *r, const char *bin, const char *mode, bool drop, char *co
 
 static bool skipped(void)
 {
-    if (root_dir[0] != '\0')
+    if (root_dir[0] != '\0') {
         return false;
+    }
     cr_skip_test("needs root, setpriv and an unsanitized build");
     return true;
 }
 
 Test(secure, setuid_program_takes_nothing_from_the_environment)
 {
-    if (skipped())
+    if (skipped()) {
         return;
+    }
     char config_env[160], path_env[160];
     snprintf(config_env, sizeof config_env, "SW_AGENT_CONFIG=%s", secret_file);
     snprintf(path_env, sizeof path_env, "SW_REPORTER_FILE_PATH=%s", owned_file);

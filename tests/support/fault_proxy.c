@@ -123,8 +123,9 @@ static void frame_begin(fault_proxy_t *fp, side_t *s, int d)
         s->cut = (int64_t)(next_rand(fp) % (uint64_t)s->frame_len);
         s->cut_reset = false;
     }
-    if (size > 0 && f->corrupt_p > 0 && rand01(fp) < f->corrupt_p)
+    if (size > 0 && f->corrupt_p > 0 && rand01(fp) < f->corrupt_p) {
         s->corrupt_at = 4 + (int64_t)(next_rand(fp) % size);
+    }
 }
 
 /* Passes one byte of the current frame on into out; returns false at a cut. */
@@ -133,10 +134,11 @@ static bool frame_byte(fault_proxy_t *fp, side_t *s, int d, uint8_t byte, uint8_
     if (s->pos == s->cut) {
         s->closing = true;
         s->reset = s->cut_reset;
-        if (s->cut_reset)
+        if (s->cut_reset) {
             fp->stats.resets[d]++;
-        else
+        } else {
             fp->stats.truncations[d]++;
+        }
         return false;
     }
     if (s->pos == s->corrupt_at) {
@@ -144,8 +146,9 @@ static bool frame_byte(fault_proxy_t *fp, side_t *s, int d, uint8_t byte, uint8_
         fp->stats.corruptions[d]++;
     }
     out[(*n)++] = byte;
-    if (++s->pos == s->frame_len)
+    if (++s->pos == s->frame_len) {
         s->hdr_got = 0;
+    }
     return true;
 }
 
@@ -153,16 +156,18 @@ static bool frame_byte(fault_proxy_t *fp, side_t *s, int d, uint8_t byte, uint8_
 static void side_input(fault_proxy_t *fp, side_t *s, int d, const uint8_t *in, size_t len)
 {
     chunk_t *c = malloc(sizeof(*c) + len + 4);
-    if (!c)
+    if (!c) {
         return;
+    }
     size_t n = 0;
     pthread_mutex_lock(&fp->lock);
     int64_t latency = fp->faults[d].latency_ms;
     for (size_t i = 0; i < len && !s->closing; i++) {
         if (s->hdr_got < 4) {
             s->hdr[s->hdr_got++] = in[i];
-            if (s->hdr_got < 4)
+            if (s->hdr_got < 4) {
                 continue;
+            }
             frame_begin(fp, s, d);
             for (int k = 0; k < 4 && frame_byte(fp, s, d, s->hdr[k], c->data, &n); k++)
                 ;
@@ -179,10 +184,11 @@ static void side_input(fault_proxy_t *fp, side_t *s, int d, const uint8_t *in, s
     c->len = n;
     c->off = 0;
     c->release_ms = mono_ms() + latency;
-    if (s->tail)
+    if (s->tail) {
         s->tail->next = c;
-    else
+    } else {
         s->head = c;
+    }
     s->tail = c;
 }
 
@@ -195,16 +201,20 @@ static bool side_output(fault_proxy_t *fp, side_t *s, int d, int fd, int64_t now
     while (!held && s->head && s->head->release_ms <= now) {
         chunk_t *c = s->head;
         ssize_t w = send(fd, c->data + c->off, c->len - c->off, MSG_NOSIGNAL);
-        if (w < 0 && (errno == EAGAIN || errno == EINTR))
+        if (w < 0 && (errno == EAGAIN || errno == EINTR)) {
             return true;
-        if (w < 0)
+        }
+        if (w < 0) {
             return false;
+        }
         c->off += (size_t)w;
-        if (c->off < c->len)
+        if (c->off < c->len) {
             return true;
+        }
         s->head = c->next;
-        if (!s->head)
+        if (!s->head) {
             s->tail = NULL;
+        }
         free(c);
     }
     return true;
@@ -226,8 +236,9 @@ static void side_read(fault_proxy_t *fp, side_t *s, int d, int fd)
 static void accept_on(fault_proxy_t *fp, int route)
 {
     int cfd = accept(fp->listen_fd[route], NULL, NULL);
-    if (cfd < 0)
+    if (cfd < 0) {
         return;
+    }
     int sfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     struct sockaddr_in a = {.sin_family = AF_INET,
                             .sin_port = htons((uint16_t)fp->target_port[route]),
@@ -235,8 +246,9 @@ static void accept_on(fault_proxy_t *fp, int route)
     pair_t *pr = fp->n_pairs < MAX_PAIRS ? calloc(1, sizeof(*pr)) : NULL;
     if (sfd < 0 || !pr || connect(sfd, (struct sockaddr *)&a, sizeof(a)) != 0) {
         close(cfd);
-        if (sfd >= 0)
+        if (sfd >= 0) {
             close(sfd);
+        }
         free(pr);
         return;
     }
@@ -257,27 +269,33 @@ static void *run(void *arg)
         struct pollfd pf[1 + MAX_ROUTES + 2 * MAX_PAIRS];
         int n = 0;
         pf[n++] = (struct pollfd){.fd = fp->stop_fd, .events = POLLIN};
-        for (int i = 0; i < fp->n_routes; i++)
+        for (int i = 0; i < fp->n_routes; i++) {
             pf[n++] = (struct pollfd){.fd = fp->listen_fd[i], .events = POLLIN};
+        }
         int64_t now = mono_ms();
         for (int i = 0; i < fp->n_pairs; i++) {
             pair_t *pr = fp->pairs[i];
             for (int e = 0; e < 2; e++) {
                 /* fd[e] is side e's source and side (1-e)'s destination. */
                 short ev = pr->side[e].closing ? 0 : POLLIN;
-                if (pr->side[1 - e].head && pr->side[1 - e].head->release_ms <= now)
+                if (pr->side[1 - e].head && pr->side[1 - e].head->release_ms <= now) {
                     ev |= POLLOUT;
+                }
                 pf[n++] = (struct pollfd){.fd = pr->fd[e], .events = ev};
             }
         }
-        if (poll(pf, (nfds_t)n, 5) < 0 && errno != EINTR)
+        if (poll(pf, (nfds_t)n, 5) < 0 && errno != EINTR) {
             break;
-        if (pf[0].revents)
+        }
+        if (pf[0].revents) {
             break;
+        }
         int n_pairs = fp->n_pairs; /* the pairs polled; those accepted below wait a round */
-        for (int i = 0; i < fp->n_routes; i++)
-            if (pf[1 + i].revents & POLLIN)
+        for (int i = 0; i < fp->n_routes; i++) {
+            if (pf[1 + i].revents & POLLIN) {
                 accept_on(fp, i);
+            }
+        }
         now = mono_ms();
         int base = 1 + fp->n_routes, k = 0;
         for (int i = 0; i < n_pairs; i++) {
@@ -285,40 +303,48 @@ static void *run(void *arg)
             bool ok = true;
             for (int e = 0; e < 2; e++) {
                 short re = pf[base + 2 * i + e].revents;
-                if (re & (POLLIN | POLLHUP | POLLERR))
+                if (re & (POLLIN | POLLHUP | POLLERR)) {
                     side_read(fp, &pr->side[e], e, pr->fd[e]);
+                }
             }
-            for (int d = 0; d < 2 && ok; d++)
+            for (int d = 0; d < 2 && ok; d++) {
                 ok = side_output(fp, &pr->side[d], d, pr->fd[1 - d], now);
+            }
             bool done = !ok;
             bool reset = !ok;
-            for (int d = 0; d < 2; d++)
+            for (int d = 0; d < 2; d++) {
                 if (pr->side[d].closing && !pr->side[d].head) {
                     done = true;
                     reset = reset || pr->side[d].reset;
                 }
-            if (done)
+            }
+            if (done) {
                 pair_free(pr, reset);
-            else
+            } else {
                 fp->pairs[k++] = pr;
+            }
         }
-        for (int i = n_pairs; i < fp->n_pairs; i++)
+        for (int i = n_pairs; i < fp->n_pairs; i++) {
             fp->pairs[k++] = fp->pairs[i];
+        }
         fp->n_pairs = k;
     }
-    for (int i = 0; i < fp->n_pairs; i++)
+    for (int i = 0; i < fp->n_pairs; i++) {
         pair_free(fp->pairs[i], false);
+    }
     fp->n_pairs = 0;
     return NULL;
 }
 
 fault_proxy_t *fp_start(const int *listen_ports, const int *target_ports, int n, uint64_t seed)
 {
-    if (n <= 0 || n > MAX_ROUTES)
+    if (n <= 0 || n > MAX_ROUTES) {
         return NULL;
+    }
     fault_proxy_t *fp = calloc(1, sizeof(*fp));
-    if (!fp)
+    if (!fp) {
         return NULL;
+    }
     fp->rng = seed ? seed : 0x9E3779B97F4A7C15ULL;
     pthread_mutex_init(&fp->lock, NULL);
     for (int i = 0; i < n; i++) {
@@ -331,10 +357,12 @@ fault_proxy_t *fp_start(const int *listen_ports, const int *target_ports, int n,
         if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) != 0 || listen(fd, 16) != 0) {
             fprintf(stderr, "fault_proxy: cannot listen on 127.0.0.1:%d: %s\n", listen_ports[i],
                     strerror(errno));
-            if (fd >= 0)
+            if (fd >= 0) {
                 close(fd);
-            for (int k = 0; k < fp->n_routes; k++)
+            }
+            for (int k = 0; k < fp->n_routes; k++) {
                 close(fp->listen_fd[k]);
+            }
             free(fp);
             return NULL;
         }
@@ -357,8 +385,9 @@ fault_proxy_t *fp_start_for_cluster(const char *dir, uint64_t seed)
         return NULL;
     }
     int listen_ports[MAX_ROUTES], target_ports[MAX_ROUTES], n = 0;
-    while (n < MAX_ROUTES && fscanf(f, "%d %d", &listen_ports[n], &target_ports[n]) == 2)
+    while (n < MAX_ROUTES && fscanf(f, "%d %d", &listen_ports[n], &target_ports[n]) == 2) {
         n++;
+    }
     fclose(f);
     return fp_start(listen_ports, target_ports, n, seed);
 }
@@ -380,12 +409,14 @@ void fp_stats(fault_proxy_t *fp, fp_stats_t *out)
 void fp_stop(fault_proxy_t *fp)
 {
     uint64_t one = 1;
-    if (write(fp->stop_fd, &one, sizeof(one)) != (ssize_t)sizeof(one))
+    if (write(fp->stop_fd, &one, sizeof(one)) != (ssize_t)sizeof(one)) {
         perror("fault_proxy: stop");
+    }
     pthread_join(fp->thread, NULL);
     close(fp->stop_fd);
-    for (int i = 0; i < fp->n_routes; i++)
+    for (int i = 0; i < fp->n_routes; i++) {
         close(fp->listen_fd[i]);
+    }
     pthread_mutex_destroy(&fp->lock);
     free(fp);
 }

@@ -43,8 +43,9 @@ typedef struct sw_test_kafka {
 static inline const char *sw_test_kafka_broker_sh(void)
 {
     const char *p = getenv("SW_TEST_KAFKA_BROKER_SH");
-    if (p && *p)
+    if (p && *p) {
         return p;
+    }
 #ifdef SW_TEST_KAFKA_BROKER_SH
     return SW_TEST_KAFKA_BROKER_SH;
 #else
@@ -68,8 +69,9 @@ static inline int sw_test_kafka_exec(char *const argv[], char **out, size_t *out
 
     if (out) {
         *out = NULL;
-        if (out_len)
+        if (out_len) {
             *out_len = 0;
+        }
         if (pipe(fds) != 0) {
             fprintf(stderr, "kafka_test_env: pipe: %s\n", strerror(errno));
             return -1;
@@ -84,12 +86,14 @@ static inline int sw_test_kafka_exec(char *const argv[], char **out, size_t *out
     }
     rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
     posix_spawn_file_actions_destroy(&fa);
-    if (out)
+    if (out) {
         close(fds[1]);
+    }
     if (rc != 0) {
         fprintf(stderr, "kafka_test_env: cannot run %s: %s\n", argv[0], strerror(rc));
-        if (out)
+        if (out) {
             close(fds[0]);
+        }
         return -1;
     }
     if (out) {
@@ -112,19 +116,24 @@ static inline int sw_test_kafka_exec(char *const argv[], char **out, size_t *out
             } else {
                 n = read(fds[0], buf + len, cap - len - 1);
             }
-            if (n < 0 && errno == EINTR)
+            if (n < 0 && errno == EINTR) {
                 continue;
-            if (n <= 0)
+            }
+            if (n <= 0) {
                 break;
-            if (buf)
+            }
+            if (buf) {
                 len += (size_t)n;
+            }
         }
         close(fds[0]);
-        if (buf)
+        if (buf) {
             buf[len] = '\0';
+        }
         *out = buf;
-        if (out_len)
+        if (out_len) {
             *out_len = len;
+        }
     }
     while (waitpid(pid, &status, 0) < 0) {
         if (errno != EINTR) {
@@ -162,8 +171,9 @@ static inline int sw_test_kafka_read_bootstrap(sw_test_kafka_t *k)
     fclose(f);
     k->bootstrap[n] = '\0';
     while (n > 0 && (k->bootstrap[n - 1] == '\n' || k->bootstrap[n - 1] == ' ' ||
-                     k->bootstrap[n - 1] == '\r'))
+                     k->bootstrap[n - 1] == '\r')) {
         k->bootstrap[--n] = '\0';
+    }
     if (n == 0) {
         fprintf(stderr, "kafka_test_env: %s is empty\n", path);
         return -1;
@@ -208,8 +218,9 @@ static inline int sw_test_kafka_broker_run(const sw_test_kafka_t *k, const char 
     argv[argc++] = (char *)"--dir";
     argv[argc++] = (char *)k->dir;
     va_start(ap, cmd);
-    while ((a = va_arg(ap, const char *)) != NULL && argc < 47)
+    while ((a = va_arg(ap, const char *)) != NULL && argc < 47) {
         argv[argc++] = (char *)a;
+    }
     va_end(ap);
     argv[argc] = NULL;
     return sw_test_kafka_exec(argv, NULL, NULL);
@@ -261,8 +272,9 @@ static inline int sw_test_kafka_start(sw_test_kafka_t *k, const char *dir, int n
 static inline int sw_test_kafka_stop(sw_test_kafka_t *k)
 {
     int rc;
-    if (!k->owned)
+    if (!k->owned) {
         return 0;
+    }
     rc = sw_test_kafka_broker_run(k, "stop", (const char *)NULL);
     k->owned = 0;
     return rc == 0 ? 0 : -1;
@@ -320,8 +332,9 @@ static inline int sw_test_kafka_bootstrap_or_start(sw_test_kafka_t *k, const cha
         snprintf(k->bootstrap, sizeof k->bootstrap, "%s", given);
         return 0;
     }
-    if (fixture && *fixture)
+    if (fixture && *fixture) {
         return sw_test_kafka_fixture(k);
+    }
     return sw_test_kafka_start(k, dir, 1, topics);
 }
 
@@ -340,10 +353,11 @@ static inline char *sw_test_kafka_consume(const char *bootstrap, const char *top
     size_t n = 0;
 
     snprintf(part, sizeof part, "%d", partition);
-    if (offset < 0)
+    if (offset < 0) {
         snprintf(off, sizeof off, "beginning");
-    else
+    } else {
         snprintf(off, sizeof off, "%lld", (long long)offset);
+    }
     argv[argc++] = (char *)"timeout";
     argv[argc++] = (char *)"60";
     argv[argc++] = (char *)"kcat";
@@ -373,8 +387,9 @@ static inline char *sw_test_kafka_consume(const char *bootstrap, const char *top
         free(out);
         return NULL;
     }
-    if (len)
+    if (len) {
         *len = n;
+    }
     return out;
 }
 

@@ -21,8 +21,9 @@ static inline kp_producer_t *producer_test_new(const char *bootstrap, const char
     char err[256];
     kp_conf_t *c = kp_conf_new();
     cr_assert_eq(kp_conf_set(c, "bootstrap.servers", bootstrap, err, sizeof(err)), 0, "%s", err);
-    for (; kv && kv[0]; kv += 2)
+    for (; kv && kv[0]; kv += 2) {
         cr_assert_eq(kp_conf_set(c, kv[0], kv[1], err, sizeof(err)), 0, "%s", err);
+    }
     kp_producer_t *p = kp_producer_new(c, err, sizeof(err));
     kp_conf_destroy(c);
     cr_assert_not_null(p, "kp_producer_new: %s", err);
@@ -38,11 +39,13 @@ static inline bool tagged_line_next(char **cursor, char *end, const char *tag, l
     while (*cursor < end) {
         char *line = *cursor;
         char *nl = memchr(line, '\n', (size_t)(end - line));
-        if (!nl)
+        if (!nl) {
             break;
+        }
         *cursor = nl + 1;
-        if (strncmp(line, tag, tl) != 0 || line[tl] != ':')
+        if (strncmp(line, tag, tl) != 0 || line[tl] != ':') {
             continue;
+        }
         *id = strtol(line + tl + 1, NULL, 10);
         return true;
     }
@@ -59,16 +62,19 @@ static inline bool tagged_offset_line_next(char **cursor, char *end, const char 
     while (*cursor < end) {
         char *line = *cursor;
         char *nl = memchr(line, '\n', (size_t)(end - line));
-        if (!nl)
+        if (!nl) {
             break;
+        }
         *cursor = nl + 1;
         char *rest = NULL;
         long long off = strtoll(line, &rest, 10);
-        if (rest == line || *rest != ' ')
+        if (rest == line || *rest != ' ') {
             continue;
+        }
         rest++;
-        if ((size_t)(nl - rest) <= tl || strncmp(rest, tag, tl) != 0 || rest[tl] != ':')
+        if ((size_t)(nl - rest) <= tl || strncmp(rest, tag, tl) != 0 || rest[tl] != ':') {
             continue;
+        }
         *id = strtol(rest + tl + 1, NULL, 10);
         *offset = off;
         return true;

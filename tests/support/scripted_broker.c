@@ -71,10 +71,12 @@ static void write_all(int fd, const uint8_t *p, size_t n)
 {
     while (n > 0) {
         ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
-        if (w < 0 && errno == EINTR)
+        if (w < 0 && errno == EINTR) {
             continue;
-        if (w <= 0)
+        }
+        if (w <= 0) {
             return; /* the client went away; its reads will tell it */
+        }
         p += w;
         n -= (size_t)w;
     }
@@ -86,8 +88,9 @@ static void flush_due(sb_broker_t *sb, conn_t *c, int64_t now)
     int k = 0;
     while (k < c->n_held && c->held[k].due_ms <= now) {
         write_all(c->fd, c->held[k].buf, c->held[k].len);
-        if (c->held[k].request >= 0)
+        if (c->held[k].request >= 0) {
             sb->requests[c->held[k].request].answered_ms = mono_ms();
+        }
         free(c->held[k].buf);
         k++;
     }
@@ -98,9 +101,9 @@ static void flush_due(sb_broker_t *sb, conn_t *c, int64_t now)
 /* Frames w's body (written after 4 reserved bytes) and queues or writes it. */
 static void respond(sb_broker_t *sb, conn_t *c, kp_writer_t *w, int request, int32_t delay_ms)
 {
-    kp_write_i32_at(w, 0, (int32_t)(w->len - 4));
+    kp__write_i32_at(w, 0, (int32_t)(w->len - 4));
     size_t len = 0;
-    uint8_t *buf = kp_writer_detach(w, &len);
+    uint8_t *buf = kp__writer_detach(w, &len);
     if (c->holding || c->n_held > 0 || delay_ms > 0) {
         if (c->n_held < 64) {
             int64_t due = c->holding ? INT64_MAX : mono_ms() + delay_ms;
@@ -109,25 +112,28 @@ static void respond(sb_broker_t *sb, conn_t *c, kp_writer_t *w, int request, int
         }
     }
     write_all(c->fd, buf, len);
-    if (request >= 0)
+    if (request >= 0) {
         sb->requests[request].answered_ms = mono_ms();
+    }
     free(buf);
 }
 
 static void release(sb_broker_t *sb, conn_t *c)
 {
-    for (int i = 0; i < c->n_held; i++)
-        if (c->held[i].due_ms == INT64_MAX)
+    for (int i = 0; i < c->n_held; i++) {
+        if (c->held[i].due_ms == INT64_MAX) {
             c->held[i].due_ms = 0;
+        }
+    }
     c->holding = false;
     flush_due(sb, c, mono_ms());
 }
 
 static void begin(kp_writer_t *w, int32_t corr)
 {
-    kp_writer_init_growable(w, 256);
-    kp_write_i32(w, 0); /* size, filled by respond() */
-    kp_write_i32(w, corr);
+    kp__writer_init_growable(w, 256);
+    kp__write_i32(w, 0); /* size, filled by respond() */
+    kp__write_i32(w, corr);
 }
 
 static void on_api_versions(sb_broker_t *sb, conn_t *c, int16_t version, int32_t corr)
@@ -136,53 +142,57 @@ static void on_api_versions(sb_broker_t *sb, conn_t *c, int16_t version, int32_t
     kp_writer_t w;
     begin(&w, corr); /* ApiVersions responses always have a v0 header */
     bool flex = version >= 3;
-    kp_write_i16(&w, 0);
-    kp_write_array_len_v(&w, flex, 4);
+    kp__write_i16(&w, 0);
+    kp__write_array_len_v(&w, flex, 4);
     for (int i = 0; i < 4; i++) {
-        kp_write_i16(&w, apis[i][0]);
-        kp_write_i16(&w, apis[i][1]);
-        kp_write_i16(&w, apis[i][2]);
-        if (flex)
-            kp_write_tagged_fields_empty(&w);
+        kp__write_i16(&w, apis[i][0]);
+        kp__write_i16(&w, apis[i][1]);
+        kp__write_i16(&w, apis[i][2]);
+        if (flex) {
+            kp__write_tagged_fields_empty(&w);
+        }
     }
-    if (version >= 1)
-        kp_write_i32(&w, 0);
-    if (flex)
-        kp_write_tagged_fields_empty(&w);
+    if (version >= 1) {
+        kp__write_i32(&w, 0);
+    }
+    if (flex) {
+        kp__write_tagged_fields_empty(&w);
+    }
     respond(sb, c, &w, -1, 0);
 }
 
 static void on_metadata(sb_broker_t *sb, conn_t *c, kp_reader_t *r, int32_t corr)
 {
     sb->n_metadata++;
-    size_t n = kp_read_array_len(r, false, 2, NULL);
+    size_t n = kp__read_array_len(r, false, 2, NULL);
     kp_writer_t w;
     begin(&w, corr);
-    kp_write_array_len(&w, 1);
-    kp_write_i32(&w, 0);
-    kp_write_string(&w, "127.0.0.1", 9);
-    kp_write_i32(&w, sb->port);
-    kp_write_nullable_string(&w, NULL, 0);
-    kp_write_i32(&w, 0); /* controller */
-    kp_write_array_len(&w, (int32_t)n);
+    kp__write_array_len(&w, 1);
+    kp__write_i32(&w, 0);
+    kp__write_string(&w, "127.0.0.1", 9);
+    kp__write_i32(&w, sb->port);
+    kp__write_nullable_string(&w, NULL, 0);
+    kp__write_i32(&w, 0); /* controller */
+    kp__write_array_len(&w, (int32_t)n);
     for (size_t t = 0; t < n && r->err == 0; t++) {
-        char *name = kp_read_str_dup(r, false);
+        char *name = kp__read_str_dup(r, false);
         bool ours = name && strcmp(name, sb->topic) == 0;
-        kp_write_i16(&w, ours ? 0 : 3);
-        kp_write_string(&w, name ? name : "", name ? strlen(name) : 0);
-        kp_write_bool(&w, false);
-        kp_write_array_len(&w, ours ? sb->n_partitions : 0);
+        kp__write_i16(&w, ours ? 0 : 3);
+        kp__write_string(&w, name ? name : "", name ? strlen(name) : 0);
+        kp__write_bool(&w, false);
+        kp__write_array_len(&w, ours ? sb->n_partitions : 0);
         bool damage = ours && sb->damage_metadata > 0;
-        if (damage)
+        if (damage) {
             sb->damage_metadata--;
+        }
         for (int32_t k = 0; ours && k < sb->n_partitions; k++) {
-            kp_write_i16(&w, 0);
-            kp_write_i32(&w, damage && k == sb->n_partitions - 1 ? 1000 * sb->n_partitions : k);
-            kp_write_i32(&w, 0);
-            kp_write_array_len(&w, 1);
-            kp_write_i32(&w, 0);
-            kp_write_array_len(&w, 1);
-            kp_write_i32(&w, 0);
+            kp__write_i16(&w, 0);
+            kp__write_i32(&w, damage && k == sb->n_partitions - 1 ? 1000 * sb->n_partitions : k);
+            kp__write_i32(&w, 0);
+            kp__write_array_len(&w, 1);
+            kp__write_i32(&w, 0);
+            kp__write_array_len(&w, 1);
+            kp__write_i32(&w, 0);
         }
         free(name);
     }
@@ -194,10 +204,10 @@ static void on_init_pid(sb_broker_t *sb, conn_t *c, int32_t corr)
     sb->n_init_pid++;
     kp_writer_t w;
     begin(&w, corr);
-    kp_write_i32(&w, 0);
-    kp_write_i16(&w, 0);
-    kp_write_i64(&w, sb->next_pid++);
-    kp_write_i16(&w, 0);
+    kp__write_i32(&w, 0);
+    kp__write_i16(&w, 0);
+    kp__write_i64(&w, sb->next_pid++);
+    kp__write_i16(&w, 0);
     respond(sb, c, &w, -1, 0);
 }
 
@@ -205,15 +215,16 @@ static void on_init_pid(sb_broker_t *sb, conn_t *c, int32_t corr)
 static bool read_batch(const uint8_t *data, size_t len, sb_batch_t *b)
 {
     kp_record_batch_reader_t rd;
-    if (kp_record_batch_reader_open(&rd, data, len, 64u << 20) != 0)
+    if (kp__record_batch_reader_open(&rd, data, len, 64u << 20) != 0) {
         return false;
+    }
     b->producer_id = rd.producer_id;
     b->producer_epoch = rd.producer_epoch;
     b->base_sequence = rd.base_sequence;
     b->count = rd.record_count;
     kp_record_view_t rec;
     int i = 0;
-    while (kp_record_batch_reader_next(&rd, &rec) == 1) {
+    while (kp__record_batch_reader_next(&rd, &rec) == 1) {
         if (i < SB_MAX_IDS) {
             char tmp[32] = {0};
             size_t n = rec.value_len > 0 ? (size_t)rec.value_len : 0;
@@ -222,7 +233,7 @@ static bool read_batch(const uint8_t *data, size_t len, sb_batch_t *b)
         }
         i++;
     }
-    kp_record_batch_reader_close(&rd);
+    kp__record_batch_reader_close(&rd);
     return true;
 }
 
@@ -263,8 +274,9 @@ static void append(sb_broker_t *sb, sb_batch_t *b)
     }
     b->error = 0;
     b->offset = sb->log_len[k];
-    for (int32_t i = 0; i < b->count && sb->log_len[k] < SB_MAX_LOG; i++)
+    for (int32_t i = 0; i < b->count && sb->log_len[k] < SB_MAX_LOG; i++) {
         sb->log[k][sb->log_len[k]++] = i < SB_MAX_IDS ? b->ids[i] : -1;
+    }
 }
 
 static void write_produce_response(sb_broker_t *sb, conn_t *c, sb_request_t *q, int32_t corr)
@@ -272,36 +284,39 @@ static void write_produce_response(sb_broker_t *sb, conn_t *c, sb_request_t *q, 
     kp_writer_t w;
     begin(&w, q->damage == SB_DAMAGE_CORRELATION ? corr + 1 : corr);
     int n = q->n;
-    if (q->damage == SB_DAMAGE_MISSING_PARTITION)
+    if (q->damage == SB_DAMAGE_MISSING_PARTITION) {
         n--;
+    }
     bool extra = q->damage == SB_DAMAGE_EXTRA_PARTITION;
-    kp_write_array_len(&w, 1);
-    kp_write_string(&w, sb->topic, strlen(sb->topic));
-    kp_write_array_len(&w, n + (extra ? 1 : 0));
+    kp__write_array_len(&w, 1);
+    kp__write_string(&w, sb->topic, strlen(sb->topic));
+    kp__write_array_len(&w, n + (extra ? 1 : 0));
     for (int i = 0; i < n; i++) {
-        kp_write_i32(&w, q->batches[i].partition);
-        kp_write_i16(&w,
-                     q->damage == SB_DAMAGE_UNKNOWN_ERROR && i == 0 ? 12345 : q->batches[i].error);
-        kp_write_i64(&w, q->batches[i].offset);
-        kp_write_i64(&w, -1);
+        kp__write_i32(&w, q->batches[i].partition);
+        kp__write_i16(&w,
+                      q->damage == SB_DAMAGE_UNKNOWN_ERROR && i == 0 ? 12345 : q->batches[i].error);
+        kp__write_i64(&w, q->batches[i].offset);
+        kp__write_i64(&w, -1);
     }
     if (extra) {
-        kp_write_i32(&w, sb->n_partitions); /* a partition nobody asked about */
-        kp_write_i16(&w, 0);
-        kp_write_i64(&w, 0);
-        kp_write_i64(&w, -1);
+        kp__write_i32(&w, sb->n_partitions); /* a partition nobody asked about */
+        kp__write_i16(&w, 0);
+        kp__write_i64(&w, 0);
+        kp__write_i64(&w, -1);
     }
-    kp_write_i32(&w, q->throttle_ms);
-    if (q->damage == SB_DAMAGE_TRUNCATED)
+    kp__write_i32(&w, q->throttle_ms);
+    if (q->damage == SB_DAMAGE_TRUNCATED) {
         w.len -= 6;
+    }
     respond(sb, c, &w, q->index, q->delay_ms);
 }
 
 /* Returns false when the connection is to be closed. */
 static bool on_produce(sb_broker_t *sb, conn_t *c, kp_reader_t *r, int32_t corr)
 {
-    if (sb->n_requests == SB_MAX_REQUESTS)
+    if (sb->n_requests == SB_MAX_REQUESTS) {
         return false;
+    }
     sb_request_t *q = &sb->requests[sb->n_requests];
     memset(q, 0, sizeof(*q));
     q->index = sb->n_requests++;
@@ -310,28 +325,31 @@ static bool on_produce(sb_broker_t *sb, conn_t *c, kp_reader_t *r, int32_t corr)
     q->answered_ms = -1;
     const char *s;
     size_t sl;
-    kp_read_nullable_str(r, false, &s, &sl);
-    q->acks = kp_read_i16(r);
-    kp_read_i32(r);
-    size_t nt = kp_read_array_len(r, false, 2, NULL);
+    kp__read_nullable_str(r, false, &s, &sl);
+    q->acks = kp__read_i16(r);
+    kp__read_i32(r);
+    size_t nt = kp__read_array_len(r, false, 2, NULL);
     for (size_t t = 0; t < nt && r->err == 0; t++) {
-        kp_read_str(r, false, &s, &sl);
-        size_t np = kp_read_array_len(r, false, 8, NULL);
+        kp__read_str(r, false, &s, &sl);
+        size_t np = kp__read_array_len(r, false, 8, NULL);
         for (size_t k = 0; k < np && r->err == 0 && q->n < SB_MAX_PARTITIONS; k++) {
             sb_batch_t *b = &q->batches[q->n++];
-            b->partition = kp_read_i32(r);
+            b->partition = kp__read_i32(r);
             const uint8_t *data = NULL;
             size_t len = 0;
-            kp_read_nullable_bytes(r, false, &data, &len);
+            kp__read_nullable_bytes(r, false, &data, &len);
             if (r->err || b->partition < 0 || b->partition >= sb->n_partitions ||
-                !read_batch(data, len, b))
+                !read_batch(data, len, b)) {
                 return false;
+            }
         }
     }
-    if (r->err)
+    if (r->err) {
         return false;
-    if (sb->script)
+    }
+    if (sb->script) {
         sb->script(sb->script_arg, sb, q);
+    }
     for (int i = 0; i < q->n; i++) {
         sb_batch_t *b = &q->batches[i];
         if (b->inject) {
@@ -341,15 +359,19 @@ static bool on_produce(sb_broker_t *sb, conn_t *c, kp_reader_t *r, int32_t corr)
             append(sb, b);
         }
     }
-    if (q->action == SB_DISCONNECT)
+    if (q->action == SB_DISCONNECT) {
         return false;
-    if (q->acks == 0)
+    }
+    if (q->acks == 0) {
         return true;
-    if (q->action == SB_HOLD)
+    }
+    if (q->action == SB_HOLD) {
         c->holding = true;
+    }
     write_produce_response(sb, c, q, corr);
-    if (q->action == SB_RELEASE)
+    if (q->action == SB_RELEASE) {
         release(sb, c);
+    }
     return true;
 }
 
@@ -357,17 +379,19 @@ static bool on_produce(sb_broker_t *sb, conn_t *c, kp_reader_t *r, int32_t corr)
 static bool on_frame(sb_broker_t *sb, conn_t *c, const uint8_t *frame, size_t len)
 {
     kp_reader_t r;
-    kp_reader_init(&r, frame, len);
-    int16_t api = kp_read_i16(&r);
-    int16_t version = kp_read_i16(&r);
-    int32_t corr = kp_read_i32(&r);
+    kp__reader_init(&r, frame, len);
+    int16_t api = kp__read_i16(&r);
+    int16_t version = kp__read_i16(&r);
+    int32_t corr = kp__read_i32(&r);
     const char *s;
     size_t sl;
-    kp_read_nullable_str(&r, false, &s, &sl); /* client id (never compact) */
-    if (api == 18 && version >= 3)
-        kp_read_tagged_fields_skip(&r);
-    if (r.err)
+    kp__read_nullable_str(&r, false, &s, &sl); /* client id (never compact) */
+    if (api == 18 && version >= 3) {
+        kp__read_tagged_fields_skip(&r);
+    }
+    if (r.err) {
         return false;
+    }
     switch (api) {
     case 18:
         on_api_versions(sb, c, version, corr);
@@ -389,8 +413,9 @@ static void conn_close(conn_t *c)
 {
     close(c->fd);
     c->fd = -1;
-    for (int i = 0; i < c->n_held; i++)
+    for (int i = 0; i < c->n_held; i++) {
         free(c->held[i].buf);
+    }
     c->n_held = 0;
     c->holding = false;
     free(c->in);
@@ -410,17 +435,20 @@ static bool conn_read(sb_broker_t *sb, conn_t *c)
         sb->n_closed_by_client++;
         return false;
     }
-    if (n < 0)
+    if (n < 0) {
         return true;
+    }
     c->in_len += (size_t)n;
     size_t off = 0;
     while (c->in_len - off >= 4) {
         uint32_t size = (uint32_t)c->in[off] << 24 | (uint32_t)c->in[off + 1] << 16 |
                         (uint32_t)c->in[off + 2] << 8 | c->in[off + 3];
-        if (c->in_len - off - 4 < size)
+        if (c->in_len - off - 4 < size) {
             break;
-        if (!on_frame(sb, c, c->in + off + 4, size))
+        }
+        if (!on_frame(sb, c, c->in + off + 4, size)) {
             return false;
+        }
         off += 4 + size;
     }
     memmove(c->in, c->in + off, c->in_len - off);
@@ -437,23 +465,30 @@ static void *run(void *arg)
         struct pollfd pf[MAX_CONNS + 2];
         pf[0] = (struct pollfd){.fd = sb->stop_fd, .events = POLLIN};
         pf[1] = (struct pollfd){.fd = sb->listen_fd, .events = POLLIN};
-        for (int i = 0; i < n; i++)
-            pf[2 + i] = (struct pollfd){.fd = conns[i].fd, .events = POLLIN};
-        if (poll(pf, (nfds_t)(2 + n), 2) < 0 && errno != EINTR)
-            break;
-        if (pf[0].revents)
-            break;
-        sb_lock(sb);
-        for (int i = 0; i < n; i++)
-            flush_due(sb, &conns[i], mono_ms());
         for (int i = 0; i < n; i++) {
-            if (pf[2 + i].revents && !conn_read(sb, &conns[i]))
+            pf[2 + i] = (struct pollfd){.fd = conns[i].fd, .events = POLLIN};
+        }
+        if (poll(pf, (nfds_t)(2 + n), 2) < 0 && errno != EINTR) {
+            break;
+        }
+        if (pf[0].revents) {
+            break;
+        }
+        sb_lock(sb);
+        for (int i = 0; i < n; i++) {
+            flush_due(sb, &conns[i], mono_ms());
+        }
+        for (int i = 0; i < n; i++) {
+            if (pf[2 + i].revents && !conn_read(sb, &conns[i])) {
                 conn_close(&conns[i]);
+            }
         }
         int k = 0;
-        for (int i = 0; i < n; i++)
-            if (conns[i].fd >= 0)
+        for (int i = 0; i < n; i++) {
+            if (conns[i].fd >= 0) {
                 conns[k++] = conns[i];
+            }
+        }
         n = k;
         if (pf[1].revents & POLLIN) {
             int fd = accept(sb->listen_fd, NULL, NULL);
@@ -468,8 +503,9 @@ static void *run(void *arg)
         }
         sb_unlock(sb);
     }
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         conn_close(&conns[i]);
+    }
     return NULL;
 }
 
@@ -513,8 +549,9 @@ void sb_stop(sb_broker_t *sb)
     pthread_join(sb->thread, NULL);
     close(sb->stop_fd);
     close(sb->listen_fd);
-    for (int i = 0; i < SB_MAX_PARTITIONS; i++)
+    for (int i = 0; i < SB_MAX_PARTITIONS; i++) {
         free(sb->log[i]);
+    }
     free(sb->requests);
     free(sb->pstates);
     pthread_mutex_destroy(&sb->lock);

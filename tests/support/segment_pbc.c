@@ -86,8 +86,9 @@ static void attrs_fill(const sw__segment_t *seg, span_msg *spans, span_slots_t *
     log_msg *current = NULL;
     for (uint32_t i = 0; i < seg->attr_count; i++) {
         const sw__attr_t *a = sw__segment_attr(seg, i);
-        if (a->span_id >= seg->span_count)
+        if (a->span_id >= seg->span_count) {
             continue;
+        }
         span_msg *m = &spans[a->span_id];
         if (a->kind == SW__ATTR_LOG) {
             current = &logs[nlog++];
@@ -105,10 +106,11 @@ static void attrs_fill(const sw__segment_t *seg, span_msg *spans, span_slots_t *
         skywalking__v3__key_string_value_pair__init(kv);
         kv->key = s(a->key);
         kv->value = s(a->value);
-        if (a->kind == SW__ATTR_TAG)
+        if (a->kind == SW__ATTR_TAG) {
             m->tags[cursor[a->span_id].tags++] = kv;
-        else
+        } else {
             current->n_data++;
+        }
     }
 }
 
@@ -118,8 +120,9 @@ static void logs_link(uint32_t nlogs, log_msg *logs, kv_msg *kvs, kv_msg **ptrs)
     for (uint32_t i = 0; i < nlogs; i++) {
         kv_msg *first = (kv_msg *)(void *)logs[i].data;
         size_t at = (size_t)(first - kvs);
-        for (size_t k = 0; k < logs[i].n_data; k++)
+        for (size_t k = 0; k < logs[i].n_data; k++) {
             ptrs[at + k] = &kvs[at + k];
+        }
         logs[i].data = logs[i].n_data ? &ptrs[at] : NULL;
     }
 }
@@ -129,8 +132,9 @@ static void refs_fill(const sw__segment_t *seg, span_msg *spans, span_slots_t *c
 {
     for (uint32_t i = 0; i < seg->ref_count; i++) {
         const sw__ref_t *r = &seg->refs[i];
-        if (r->span_id >= seg->span_count)
+        if (r->span_id >= seg->span_count) {
             continue;
+        }
         ref_msg *m = &refs[i];
         skywalking__v3__segment_reference__init(m);
         m->reftype = (Skywalking__V3__RefType)r->type;
@@ -149,14 +153,16 @@ size_t pbc_encode_segment(const sw__segment_t *seg, const char *service, const c
                           uint8_t **out)
 {
     uint32_t n = seg->span_count, nkv = 0, nlogs = 0, nrefs = 0;
-    for (uint32_t i = 0; i < seg->attr_count; i++)
+    for (uint32_t i = 0; i < seg->attr_count; i++) {
         nlogs += sw__segment_attr(seg, i)->kind == SW__ATTR_LOG;
+    }
     nkv = seg->attr_count - nlogs;
     nrefs = seg->ref_count;
     size_t need = scratch_need(n, nkv, nlogs, nrefs);
     void *scratch = malloc(need);
-    if (scratch == NULL)
+    if (scratch == NULL) {
         abort();
+    }
     bump_t b = {scratch};
     span_msg *spans = bump_take(&b, n * sizeof(span_msg));
     span_msg **span_ptrs = bump_take(&b, n * sizeof(span_msg *));
@@ -169,14 +175,16 @@ size_t pbc_encode_segment(const sw__segment_t *seg, const char *service, const c
     memset(count, 0, n * sizeof(span_slots_t));
     for (uint32_t i = 0; i < seg->attr_count; i++) {
         const sw__attr_t *a = sw__segment_attr(seg, i);
-        if (a->span_id < n && a->kind == SW__ATTR_TAG)
+        if (a->span_id < n && a->kind == SW__ATTR_TAG) {
             count[a->span_id].tags++;
-        else if (a->span_id < n && a->kind == SW__ATTR_LOG)
+        } else if (a->span_id < n && a->kind == SW__ATTR_LOG) {
             count[a->span_id].logs++;
+        }
     }
     for (uint32_t i = 0; i < nrefs; i++) {
-        if (seg->refs[i].span_id < n)
+        if (seg->refs[i].span_id < n) {
             count[seg->refs[i].span_id].refs++;
+        }
     }
     spans_fill(seg, spans, span_ptrs, count, cursor, &b);
     attrs_fill(seg, spans, cursor, kvs, logs);
@@ -193,8 +201,9 @@ size_t pbc_encode_segment(const sw__segment_t *seg, const char *service, const c
     msg.issizelimited = seg->size_limited;
     size_t size = skywalking__v3__segment_object__get_packed_size(&msg);
     *out = malloc(size ? size : 1);
-    if (*out == NULL)
+    if (*out == NULL) {
         abort();
+    }
     size_t packed = skywalking__v3__segment_object__pack(&msg, *out);
     free(scratch);
     return packed;

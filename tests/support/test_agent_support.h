@@ -32,8 +32,9 @@ static inline void agent_test_start(const char *path, void (*edit)(sw_config_t *
     snprintf(cfg.file_path, sizeof cfg.file_path, "%s", path);
     snprintf(cfg.service_name, sizeof cfg.service_name, "test-service");
     snprintf(cfg.instance_name, sizeof cfg.instance_name, "test-instance");
-    if (edit != NULL)
+    if (edit != NULL) {
         edit(&cfg);
+    }
     int rc = sw_init(&cfg);
     cr_assert_eq(rc, 0, "sw_init: %s", sw_strerror(rc));
 }
@@ -77,8 +78,9 @@ static inline decoded_segments_t agent_test_read(const char *path)
             cr_assert_lt(pos, (size_t)size, "truncated varint at %zu", pos);
             uint8_t b = buf[pos++];
             len |= (uint64_t)(b & 0x7F) << shift;
-            if (!(b & 0x80))
+            if (!(b & 0x80)) {
                 break;
+            }
             shift += 7;
             cr_assert_lt(shift, 64, "varint too long");
         }
@@ -100,8 +102,9 @@ static inline decoded_segments_t agent_test_read(const char *path)
 
 static inline void agent_test_free(decoded_segments_t *d)
 {
-    for (size_t i = 0; i < d->count; i++)
+    for (size_t i = 0; i < d->count; i++) {
         skywalking__v3__segment_object__free_unpacked(d->items[i], NULL);
+    }
     free(d->items);
     d->items = NULL;
     d->count = 0;
@@ -112,8 +115,10 @@ static inline Skywalking__V3__SegmentObject *agent_test_find(const decoded_segme
                                                              const char *first_op)
 {
     for (size_t i = 0; i < d->count; i++) {
-        if (d->items[i]->n_spans > 0 && strcmp(d->items[i]->spans[0]->operationname, first_op) == 0)
+        if (d->items[i]->n_spans > 0 &&
+            strcmp(d->items[i]->spans[0]->operationname, first_op) == 0) {
             return d->items[i];
+        }
     }
     return NULL;
 }

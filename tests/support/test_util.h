@@ -49,8 +49,9 @@ static inline double now_s(void)
 static inline int loopback_refused_port(bool keep_bound)
 {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
+    if (fd < 0) {
         return -1;
+    }
     struct sockaddr_in a;
     memset(&a, 0, sizeof a);
     a.sin_family = AF_INET;
@@ -63,8 +64,9 @@ static inline int loopback_refused_port(bool keep_bound)
         errno = saved;
         return -1;
     }
-    if (!keep_bound)
+    if (!keep_bound) {
         close(fd);
+    }
     return ntohs(a.sin_port);
 }
 
@@ -73,8 +75,9 @@ static inline int loopback_refused_port(bool keep_bound)
 static inline long proc_status_kb(const char *field)
 {
     FILE *f = fopen("/proc/self/status", "r");
-    if (f == NULL)
+    if (f == NULL) {
         return -1;
+    }
     char line[256];
     long kb = -1;
     size_t len = strlen(field);
@@ -95,8 +98,9 @@ static inline uint32_t crc32c_reference(const uint8_t *p, size_t len)
     uint32_t crc = 0xffffffffu;
     for (size_t i = 0; i < len; i++) {
         crc ^= p[i];
-        for (int k = 0; k < 8; k++)
+        for (int k = 0; k < 8; k++) {
             crc = (crc & 1) ? (crc >> 1) ^ 0x82F63B78u : crc >> 1;
+        }
     }
     return ~crc;
 }

@@ -31,8 +31,9 @@ static int is_tsan_app_memory(uintptr_t begin, size_t length)
         {0x7e8000000000ULL, 0x800000000000ULL}, /* modules, mmap(NULL), main stack */
     };
     for (size_t i = 0; i < sizeof ranges / sizeof ranges[0]; i++) {
-        if (begin >= ranges[i][0] && begin + length <= ranges[i][1])
+        if (begin >= ranges[i][0] && begin + length <= ranges[i][1]) {
             return 1;
+        }
     }
     return 0;
 }

@@ -17,7 +17,7 @@ static int32_t leaders[4] = {1, 1, 2, -1};
 
 static void setup(void)
 {
-    pool = kp_buffer_pool_new(64 * 1024, 4096);
+    pool = kp__buffer_pool_new(64 * 1024, 4096);
     kp__accumulator_init(&acc, pool, 4096, 0 /* no growth */, 1000000 /* linger: never by time */);
     md = (kp__topic_md_t){.name = "t", .n_partitions = 4, .leaders = leaders};
 }
@@ -25,7 +25,7 @@ static void setup(void)
 static void teardown(void)
 {
     kp__accumulator_destroy(&acc);
-    kp_buffer_pool_destroy(pool);
+    kp__buffer_pool_destroy(pool);
 }
 
 static int append(int32_t partition, const char *key, size_t value_len, int32_t *chosen)
@@ -47,8 +47,9 @@ static bool take(void *arg, kp__partition_t *p, kp__batch_t *b, int32_t leader)
 {
     (void)p;
     struct taken *t = arg;
-    if (t->n >= t->limit)
+    if (t->n >= t->limit) {
         return false;
+    }
     t->b[t->n] = b;
     t->leader[t->n++] = leader;
     return true;
@@ -56,8 +57,9 @@ static bool take(void *arg, kp__partition_t *p, kp__batch_t *b, int32_t leader)
 
 static void give_back(struct taken *t)
 {
-    for (int i = 0; i < t->n; i++)
-        kp_buffer_pool_deallocate(pool, t->b[i], t->b[i]->block_size);
+    for (int i = 0; i < t->n; i++) {
+        kp__buffer_pool_deallocate(pool, t->b[i], t->b[i]->block_size);
+    }
     t->n = 0;
 }
 
@@ -71,7 +73,7 @@ static bool always(void *arg, kp__batch_t *b)
 static void release(void *arg, kp__batch_t *b)
 {
     (void)arg;
-    kp_buffer_pool_deallocate(pool, b, b->block_size);
+    kp__buffer_pool_deallocate(pool, b, b->block_size);
 }
 
 TestSuite(accumulator, .init = setup, .fini = teardown);
@@ -81,10 +83,10 @@ Test(accumulator, appends_share_the_tail_batch_until_full)
     int32_t chosen = -1;
     cr_assert_eq(append(0, NULL, 1000, &chosen), 0);
     cr_assert_eq(append(0, NULL, 1000, &chosen), 0);
-    cr_assert_eq(kp_buffer_pool_available(pool), 60 * 1024, "two records, one 4 KiB block");
+    cr_assert_eq(kp__buffer_pool_available(pool), 60 * 1024, "two records, one 4 KiB block");
     cr_assert_eq(append(0, NULL, 1000, &chosen), 0);
     cr_assert_eq(append(0, NULL, 1000, &chosen), 0); /* does not fit: a second batch */
-    cr_assert_eq(kp_buffer_pool_available(pool), 56 * 1024);
+    cr_assert_eq(kp__buffer_pool_available(pool), 56 * 1024);
     cr_assert_eq(acc.n_batches, 2);
 
     struct taken t = {.limit = 16};
@@ -99,7 +101,7 @@ Test(accumulator, appends_share_the_tail_batch_until_full)
     kp__accumulator_end_flush(&acc);
     cr_assert_eq(t.n, 1, "flush makes the lingering batch ready");
     give_back(&t);
-    cr_assert_eq(kp_buffer_pool_available(pool), 64 * 1024);
+    cr_assert_eq(kp__buffer_pool_available(pool), 64 * 1024);
 }
 
 Test(accumulator, keyed_records_go_to_murmur2_partition)
@@ -108,7 +110,7 @@ Test(accumulator, keyed_records_go_to_murmur2_partition)
     for (int i = 0; i < 4; i++) {
         int32_t chosen = -1;
         cr_assert_eq(append(-1, keys[i], 10, &chosen), 0);
-        cr_assert_eq(chosen, kp_murmur2_partition(keys[i], strlen(keys[i]), 4));
+        cr_assert_eq(chosen, kp__murmur2_partition(keys[i], strlen(keys[i]), 4));
     }
     kp__accumulator_begin_flush(&acc);
     struct taken t = {.limit = 16};
@@ -116,12 +118,13 @@ Test(accumulator, keyed_records_go_to_murmur2_partition)
     kp__accumulator_drain(&acc, kp__now_ms(), take, &t, &unknown);
     give_back(&t);
     /* Partition 3 has no leader: its batch stays and the drain says so. */
-    if (acc.n_batches > 0)
+    if (acc.n_batches > 0) {
         cr_assert(unknown);
+    }
     kp__accumulator_expire(&acc, always, release, NULL);
     kp__accumulator_end_flush(&acc);
     cr_assert_eq(acc.n_batches, 0);
-    cr_assert_eq(kp_buffer_pool_available(pool), 64 * 1024);
+    cr_assert_eq(kp__buffer_pool_available(pool), 64 * 1024);
 }
 
 Test(accumulator, unkeyed_records_stick_to_a_partition_per_batch)
@@ -142,8 +145,9 @@ Test(accumulator, unkeyed_records_stick_to_a_partition_per_batch)
 Test(accumulator, too_many_blocks_time_out_and_bad_partition_fails)
 {
     int32_t chosen = -1;
-    for (int i = 0; i < 16; i++)
+    for (int i = 0; i < 16; i++) {
         cr_assert_eq(append(i % 3, NULL, 3000, &chosen), 0, "append %d", i);
+    }
     leaders[3] = -1;
     bool nb = false;
     static char value[3000];
@@ -167,7 +171,7 @@ Test(accumulator, too_many_blocks_time_out_and_bad_partition_fails)
     }
     kp__accumulator_end_flush(&acc);
     cr_assert_eq(acc.n_batches, 0);
-    cr_assert_eq(kp_buffer_pool_available(pool), 64 * 1024);
+    cr_assert_eq(kp__buffer_pool_available(pool), 64 * 1024);
 }
 
 Test(accumulator, partitions_added_to_the_topic_are_used)
@@ -192,10 +196,11 @@ Test(accumulator, partitions_added_to_the_topic_are_used)
     int kl = 0;
     for (int i = 0; i < 1000; i++) {
         kl = snprintf(key, sizeof(key), "key-%d", i);
-        if (kp_murmur2_partition(key, (size_t)kl, 6) == 4)
+        if (kp__murmur2_partition(key, (size_t)kl, 6) == 4) {
             break;
+        }
     }
-    int32_t want = kp_murmur2_partition(key, (size_t)kl, 6);
+    int32_t want = kp__murmur2_partition(key, (size_t)kl, 6);
     cr_assert_eq(want, 4, "no key maps to new partition 4");
     cr_assert_eq(kp__accumulator_append(&acc, &md, 6, -1, 1000, key, (size_t)kl, value,
                                         sizeof(value), NULL, 0, NULL, NULL, kp__now_ms() + 1000,
@@ -229,13 +234,15 @@ static bool older_than(void *arg, kp__batch_t *b)
 Test(accumulator, expiry_takes_the_expired_front_and_stops_at_the_first_live_batch)
 {
     int32_t chosen = -1;
-    for (int i = 0; i < 6; i++) /* 3000-byte records in 4096-byte batches: 6 batches */
+    for (int i = 0; i < 6; i++) { /* 3000-byte records in 4096-byte batches: 6 batches */
         cr_assert_eq(append(0, NULL, 3000, &chosen), 0);
+    }
     cr_assert_eq(acc.n_batches, 6);
     int64_t cut = 100;
     int k = 0;
-    for (kp__batch_t *b = acc.topics[0]->parts[0]->head; b; b = b->next)
+    for (kp__batch_t *b = acc.topics[0]->parts[0]->head; b; b = b->next) {
         b->created_ms = k++ < 2 ? 50 : 150; /* the two oldest are past the cut */
+    }
     expire_calls = 0;
     kp__accumulator_expire(&acc, older_than, release, &cut);
     cr_assert_eq(acc.n_batches, 4, "the two expired front batches are removed");
@@ -244,7 +251,7 @@ Test(accumulator, expiry_takes_the_expired_front_and_stops_at_the_first_live_bat
     kp__accumulator_expire(&acc, always, release, NULL);
     cr_assert_eq(acc.n_batches, 0);
     cr_assert_null(acc.topics[0]->parts[0]->tail, "an emptied deque has no tail");
-    cr_assert_eq(kp_buffer_pool_available(pool), 64 * 1024);
+    cr_assert_eq(kp__buffer_pool_available(pool), 64 * 1024);
 }
 
 static int64_t completed_offsets[64];
@@ -281,29 +288,30 @@ Test(accumulator, a_batch_with_a_backlog_grows_in_pool_blocks_up_to_batch_max_si
     cr_assert_eq(grown->total_size, 3 * 4096, "grown to batch.max.size");
     cr_assert_eq(grown->rb.count, 9);
     cr_assert_eq(acc.n_batches, 3, "the third batch opened when the second could not grow");
-    cr_assert_eq(kp_buffer_pool_available(pool), 64 * 1024 - 5 * 4096, "5 pool blocks in use");
+    cr_assert_eq(kp__buffer_pool_available(pool), 64 * 1024 - 5 * 4096, "5 pool blocks in use");
 
     /* The grown batch closes into one contiguous RecordBatch with every record in order. */
-    cr_assert_eq(kp_record_batch_close(&grown->rb, -1, -1, -1, NULL), 0);
+    cr_assert_eq(kp__record_batch_close(&grown->rb, -1, -1, -1, NULL), 0);
     size_t len = 0;
-    const uint8_t *data = kp_record_batch_data(&grown->rb, &len);
+    const uint8_t *data = kp__record_batch_data(&grown->rb, &len);
     kp_record_batch_reader_t rd;
-    cr_assert_eq(kp_record_batch_reader_open(&rd, data, len, len), 0);
+    cr_assert_eq(kp__record_batch_reader_open(&rd, data, len, len), 0);
     kp_record_view_t rec;
     for (int i = 0; i < 9; i++) {
-        cr_assert_eq(kp_record_batch_reader_next(&rd, &rec), 1);
+        cr_assert_eq(kp__record_batch_reader_next(&rd, &rec), 1);
         cr_assert_eq(rec.offset, i);
         cr_assert_eq(rec.timestamp, 1003 + i);
         cr_assert_eq(rec.value[0], 'a' + 3 + i, "record %d comes from block %d", i, i / 3);
     }
-    cr_assert_eq(kp_record_batch_reader_next(&rd, &rec), 0);
-    kp_record_batch_reader_close(&rd);
+    cr_assert_eq(kp__record_batch_reader_next(&rd, &rec), 0);
+    kp__record_batch_reader_close(&rd);
     /* Callbacks run once per record in offset order across the blocks. */
     n_completed = 0;
     kp__batch_complete(grown, 0, 0, 100);
     cr_assert_eq(n_completed, 9);
-    for (int i = 0; i < 9; i++)
+    for (int i = 0; i < 9; i++) {
         cr_assert_eq(completed_offsets[i], 100 + i);
+    }
 
     /* Take the batches out of the deque, then every block goes back to the pool. */
     kp__accumulator_begin_flush(&acc);
@@ -316,8 +324,8 @@ Test(accumulator, a_batch_with_a_backlog_grows_in_pool_blocks_up_to_batch_max_si
     kp__accumulator_end_flush(&acc);
     cr_assert_eq(t.n, 3);
     for (int i = 0; i < t.n; i++) {
-        kp_record_batch_release(&t.b[i]->rb);
+        kp__record_batch_release(&t.b[i]->rb);
         kp__batch_free(t.b[i], pool);
     }
-    cr_assert_eq(kp_buffer_pool_available(pool), 64 * 1024);
+    cr_assert_eq(kp__buffer_pool_available(pool), 64 * 1024);
 }

@@ -40,8 +40,9 @@ static void assert_tracks_realtime(int64_t ns)
         int64_t ours = sw__now_ns();
         int64_t after = sw__realtime_ns();
         int64_t off = ours < before ? before - ours : ours > after ? ours - after : 0;
-        if (off > worst)
+        if (off > worst) {
             worst = off;
+        }
         cr_assert_lt(off, 1000000, "span clock %lld ns off CLOCK_REALTIME (read %ld)",
                      (long long)off, n);
         n++;
@@ -52,8 +53,9 @@ static void assert_tracks_realtime(int64_t ns)
 Test(clock, tsc_tracks_realtime_across_reanchors, .timeout = 30)
 {
     sw__clock_reset(SW__CLOCK_TSC);
-    if (sw__clock_mode() != SW__CLOCK_TSC)
+    if (sw__clock_mode() != SW__CLOCK_TSC) {
         cr_skip_test("no invariant TSC used by the kernel here: the fallback test covers it");
+    }
     assert_tracks_realtime(60 * 1000000LL); /* calibrates after 20 ms */
     cr_assert_neq(atomic_load(&sw__clock.mult), 0, "not calibrated after 60 ms");
     cr_assert_neq(atomic_load(&sw__clock.limit), 0);
@@ -63,8 +65,9 @@ Test(clock, tsc_tracks_realtime_across_reanchors, .timeout = 30)
     /* Fast path in use: a read right after an anchor must not move it. */
     (void)sw__now_ns();
     uint64_t anchor = atomic_load(&sw__clock.base_tsc);
-    for (int i = 0; i < 1000; i++)
+    for (int i = 0; i < 1000; i++) {
         (void)sw__now_ns();
+    }
     cr_assert_eq(atomic_load(&sw__clock.base_tsc), anchor, "reads took the slow path");
 }
 
@@ -87,8 +90,9 @@ static void *reader(void *arg)
         int64_t ours = sw__now_ns();
         int64_t after = sw__realtime_ns();
         int64_t off = ours < before ? before - ours : ours > after ? ours - after : 0;
-        if (off > *worst)
+        if (off > *worst) {
             *worst = off;
+        }
     }
     return NULL;
 }
@@ -98,8 +102,9 @@ Test(clock, readers_on_threads_while_reanchoring, .timeout = 30)
     sw__clock_reset(SW__CLOCK_UNPROBED);
     pthread_t t[3];
     int64_t worst[3] = {0};
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 3; i++) {
         cr_assert_eq(pthread_create(&t[i], NULL, reader, &worst[i]), 0);
+    }
     for (int i = 0; i < 3; i++) {
         pthread_join(t[i], NULL);
         /* Under a sanitizer a thread can be preempted between the reads: a wider bound. */

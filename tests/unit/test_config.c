@@ -165,8 +165,9 @@ static void list_collect(const char *text, bool all, char *out, size_t cap)
     out[0] = '\0';
     for (;;) {
         const char *item = all ? sw__list_item_next(&cursor, &n) : sw__list_next(&cursor, &n);
-        if (item == NULL)
+        if (item == NULL) {
             break;
+        }
         used += (size_t)snprintf(out + used, cap - used, "[%.*s]", (int)n, item);
         cr_assert_lt(used, cap, "collected items overflow the test buffer");
     }
@@ -248,8 +249,9 @@ Test(config_list, ignore_suffix_list_with_blanks_and_empties_configures_the_agen
     cr_expect_eq(st.segments_finished, 1);
 
     char many[600] = "";
-    for (int i = 0; i < 40; i++)
+    for (int i = 0; i < 40; i++) {
         snprintf(many + strlen(many), sizeof many - strlen(many), ".s%d,", i);
+    }
     cr_assert_eq(sw_config_set(&c, "SW_AGENT_IGNORE_SUFFIX", many, err, sizeof err), 0, "%s", err);
     cr_expect_eq(sw_init(&c), SW_ECONFIG, "40 suffixes are more than the table holds");
     cr_expect(!sw_enabled());

@@ -106,11 +106,13 @@ Test(hostile, secrets_are_never_printed)
     dup2(err_fd, STDERR_FILENO);
     const char *tokens[] = {(SECRET "\n"), (SECRET "\t"), (SECRET "\x7f"), (SECRET "\xc3\xa9"),
                             ("\x01" SECRET)};
-    for (size_t i = 0; i < sizeof tokens / sizeof tokens[0]; i++)
+    for (size_t i = 0; i < sizeof tokens / sizeof tokens[0]; i++) {
         expect_refused("SW_AGENT_AUTHENTICATION", tokens[i], "SW_AGENT_AUTHENTICATION");
+    }
     char longtok[400] = "";
-    while (strlen(longtok) + sizeof SECRET < sizeof longtok)
+    while (strlen(longtok) + sizeof SECRET < sizeof longtok) {
         strcat(longtok, SECRET);
+    }
     expect_refused("SW_AGENT_AUTHENTICATION", longtok, "value of SW_AGENT_AUTHENTICATION");
     const char *props[] = {
         ("sasl.password=" SECRET),
@@ -122,8 +124,9 @@ Test(hostile, secrets_are_never_printed)
         SECRET,
         ("acks=all,=" SECRET),
     };
-    for (size_t i = 0; i < sizeof props / sizeof props[0]; i++)
+    for (size_t i = 0; i < sizeof props / sizeof props[0]; i++) {
         expect_refused("SW_KAFKA_PRODUCER_CONFIG", props[i], "SW_KAFKA_PRODUCER_CONFIG");
+    }
 
     /* Config file lines: without '=', the bare secret, a bad byte. */
     const char *lines[] = {("SW_AGENT_AUTHENTICATION " SECRET "\n"), (SECRET "\n"),
@@ -347,8 +350,9 @@ Test(hostile, producer_properties_are_checked_whatever_the_reporter)
         {"enable.idempotence=true,acks=1", "SW_KAFKA_PRODUCER_CONFIG: enable.idempotence"},
         {"acks", "SW_KAFKA_PRODUCER_CONFIG: item 1"},
     };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         expect_refused("SW_KAFKA_PRODUCER_CONFIG", bad[i].value, bad[i].prefix);
+    }
     sw_config_t c;
     char err[512] = "";
     cr_expect_eq(config_with(&c, "SW_KAFKA_PRODUCER_CONFIG",

@@ -18,11 +18,13 @@ static void check_rfc3720(crc_fn crc, const char *impl)
     cr_expect_eq(crc(0, buf, 32), 0x8A9136AAu, "%s: 32 zero bytes", impl);
     memset(buf, 0xff, 32);
     cr_expect_eq(crc(0, buf, 32), 0x62A8AB43u, "%s: 32 0xFF bytes", impl);
-    for (int i = 0; i < 32; i++)
+    for (int i = 0; i < 32; i++) {
         buf[i] = (uint8_t)i;
+    }
     cr_expect_eq(crc(0, buf, 32), 0x46DD794Eu, "%s: 0..31 ascending", impl);
-    for (int i = 0; i < 32; i++)
+    for (int i = 0; i < 32; i++) {
         buf[i] = (uint8_t)(31 - i);
+    }
     cr_expect_eq(crc(0, buf, 32), 0x113FDB5Cu, "%s: 31..0 descending", impl);
     /* iSCSI SCSI Read (10) command PDU, RFC 3720 B.4. */
     static const uint8_t pdu[48] = {
@@ -38,15 +40,16 @@ static void check_rfc3720(crc_fn crc, const char *impl)
 
 Test(crc32c, rfc3720_vectors_software)
 {
-    check_rfc3720(kp_crc32c_sw, "sw");
+    check_rfc3720(kp__crc32c_sw, "sw");
 }
 
 Test(crc32c, rfc3720_vectors_hardware)
 {
-    if (!kp_crc32c_hw_available())
-        cr_log_warn("no SSE4.2 here: kp_crc32c_hw falls back to the table version");
-    check_rfc3720(kp_crc32c_hw, "hw");
-    check_rfc3720(kp_crc32c, "dispatch");
+    if (!kp__crc32c_hw_available()) {
+        cr_log_warn("no SSE4.2 here: kp__crc32c_hw falls back to the table version");
+    }
+    check_rfc3720(kp__crc32c_hw, "hw");
+    check_rfc3720(kp__crc32c, "dispatch");
 }
 
 Test(crc32c, hw_matches_sw_on_unaligned_odd_lengths)
@@ -64,11 +67,12 @@ Test(crc32c, hw_matches_sw_on_unaligned_odd_lengths)
     for (size_t off = 0; off < 16; off++) {
         for (size_t i = 0; i < sizeof lengths / sizeof lengths[0]; i++) {
             size_t len = lengths[i];
-            uint32_t sw = kp_crc32c_sw(0, data + off, len);
-            uint32_t hw = kp_crc32c_hw(0, data + off, len);
+            uint32_t sw = kp__crc32c_sw(0, data + off, len);
+            uint32_t hw = kp__crc32c_hw(0, data + off, len);
             cr_assert_eq(hw, sw, "offset %zu length %zu: hw %08x sw %08x", off, len, hw, sw);
-            if (off == 3 && len < 5000)
+            if (off == 3 && len < 5000) {
                 cr_assert_eq(sw, crc32c_reference(data + off, len), "reference, length %zu", len);
+            }
         }
     }
     free(data);
@@ -77,12 +81,13 @@ Test(crc32c, hw_matches_sw_on_unaligned_odd_lengths)
 Test(crc32c, calls_chain)
 {
     uint8_t data[1000];
-    for (size_t i = 0; i < sizeof data; i++)
+    for (size_t i = 0; i < sizeof data; i++) {
         data[i] = (uint8_t)(i * 7 + 3);
-    uint32_t whole = kp_crc32c(0, data, sizeof data);
+    }
+    uint32_t whole = kp__crc32c(0, data, sizeof data);
     for (size_t cut = 0; cut <= sizeof data; cut += 111) {
-        uint32_t hw = kp_crc32c_hw(kp_crc32c_hw(0, data, cut), data + cut, sizeof data - cut);
-        uint32_t sw = kp_crc32c_sw(kp_crc32c_sw(0, data, cut), data + cut, sizeof data - cut);
+        uint32_t hw = kp__crc32c_hw(kp__crc32c_hw(0, data, cut), data + cut, sizeof data - cut);
+        uint32_t sw = kp__crc32c_sw(kp__crc32c_sw(0, data, cut), data + cut, sizeof data - cut);
         cr_expect_eq(hw, whole, "hw chained at %zu", cut);
         cr_expect_eq(sw, whole, "sw chained at %zu", cut);
     }

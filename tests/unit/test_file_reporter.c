@@ -31,8 +31,9 @@ static void assert_id_shape(const char *id)
 static void assert_kv(const Skywalking__V3__KeyStringValuePair *kv, const char *k, const char *v)
 {
     cr_expect_str_eq(kv->key, k);
-    if (v != NULL)
+    if (v != NULL) {
         cr_expect_str_eq(kv->value, v);
+    }
 }
 
 static void *worker_continue(void *arg)
@@ -241,8 +242,9 @@ Test(file_reporter, size_limited_segment_is_flagged)
     cr_expect(d.items[0]->issizelimited);
     cr_assert_eq(d.items[0]->n_spans, 5);
     int32_t parents[5] = {-1, 0, 1, 0, 3};
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < 5; i++) {
         cr_expect_eq(d.items[0]->spans[i]->parentspanid, parents[i], "span %d", i);
+    }
     agent_test_free(&d);
 }
 
@@ -259,8 +261,9 @@ Test(file_reporter, full_arena_truncates_and_counts)
     memset(value, 'v', sizeof value - 1);
     value[sizeof value - 1] = '\0';
     sw_local_span_begin("root");
-    for (int i = 0; i < 20; i++)
+    for (int i = 0; i < 20; i++) {
         cr_expect_eq(sw_span_tag("key", value), 0);
+    }
     sw_span_end();
     sw_stats_t st = agent_test_stop();
     cr_expect_gt(st.arena_truncated, 0);
@@ -269,8 +272,9 @@ Test(file_reporter, full_arena_truncates_and_counts)
     const Skywalking__V3__SpanObject *s = d.items[0]->spans[0];
     cr_expect_str_eq(s->operationname, "root");
     cr_expect_lt(s->n_tags, 20);
-    for (size_t i = 0; i < s->n_tags; i++)
+    for (size_t i = 0; i < s->n_tags; i++) {
         cr_expect_eq(strncmp(s->tags[i]->value, value, strlen(s->tags[i]->value)), 0);
+    }
     agent_test_free(&d);
 }
 
@@ -291,17 +295,20 @@ Test(file_reporter, every_finished_segment_is_accounted_and_ids_are_unique)
     const char *path = agent_test_path();
     agent_test_start(path, NULL);
     pthread_t t[4];
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 4; i++) {
         cr_assert_eq(pthread_create(&t[i], NULL, many_segments, NULL), 0);
-    for (int i = 0; i < 4; i++)
+    }
+    for (int i = 0; i < 4; i++) {
         pthread_join(t[i], NULL);
+    }
     sw_stats_t st = agent_test_stop();
     cr_expect_eq(st.segments_finished, 2000);
     decoded_segments_t d = agent_test_read(path);
     cr_expect_eq(d.count, st.segments_reported, "the file holds exactly the reported segments");
     for (size_t i = 0; i < d.count; i++) {
-        for (size_t j = i + 1; j < d.count; j++)
+        for (size_t j = i + 1; j < d.count; j++) {
             cr_assert_str_neq(d.items[i]->tracesegmentid, d.items[j]->tracesegmentid);
+        }
     }
     agent_test_free(&d);
 }
@@ -338,16 +345,18 @@ Test(file_reporter, a_write_over_the_file_size_limit_leaves_no_torn_record)
     cr_assert_eq(setrlimit(RLIMIT_FSIZE, &lim), 0);
     agent_test_start(path, NULL);
     uint64_t finished = 0;
-    for (int r = 0; r < 40; r++)
+    for (int r = 0; r < 40; r++) {
         round_record(7, &finished);
+    }
     sw_stats_t mid;
     sw_stats(&mid);
     cr_assert_gt(mid.segments_failed, 0, "no batch hit the limit: the test proves nothing");
     cr_assert_gt(mid.segments_reported, 0);
     /* Room again: the next batches start on a record boundary and are readable. */
     cr_assert_eq(setrlimit(RLIMIT_FSIZE, &old), 0);
-    for (int r = 0; r < 3; r++)
+    for (int r = 0; r < 3; r++) {
         round_record(7, &finished);
+    }
     sw_stats_t st = agent_test_stop(); /* asserts finished == reported + dropped + failed */
     cr_expect_eq(st.segments_finished, finished);
     cr_expect_gt(st.segments_reported, mid.segments_reported, "later batches were written");

@@ -79,8 +79,9 @@ Test(log, message_is_one_line_and_bounded)
 Test(log, repeats_are_rate_limited_and_counted)
 {
     sw__log_reset(100);
-    for (int i = 0; i < 50; i++)
+    for (int i = 0; i < 50; i++) {
         sw__log(SW_LOG_WARN, "the same place %d", i);
+    }
     cr_assert_eq(cap.count, SW__LOG_BURST, "%d lines passed", cap.count);
     sw__log(SW_LOG_WARN, "another place"); /* a different call site is not limited */
     cr_assert_eq(cap.count, SW__LOG_BURST + 1);

@@ -13,8 +13,9 @@
 static size_t fill_text(uint8_t *buf, size_t n)
 {
     size_t len = 0;
-    for (int i = 0; len + 64 < n; i++)
+    for (int i = 0; len + 64 < n; i++) {
         len += (size_t)snprintf((char *)buf + len, n - len, "GET:/api/orders/%d status=200 ", i);
+    }
     return len;
 }
 
@@ -22,8 +23,8 @@ Test(lz4, frame_is_kafkas_and_round_trips)
 {
     static uint8_t in[200000], out[220000];
     size_t in_len = fill_text(in, sizeof in), out_len = 0;
-    cr_assert_geq(sizeof out, kp_lz4_bound(in_len));
-    cr_assert_eq(kp_lz4_compress(in, in_len, out, sizeof out, &out_len), 0);
+    cr_assert_geq(sizeof out, kp__lz4_bound(in_len));
+    cr_assert_eq(kp__lz4_compress(in, in_len, out, sizeof out, &out_len), 0);
     cr_assert_lt(out_len, in_len / 2, "text compresses (%zu of %zu bytes)", out_len, in_len);
     /* Magic 0x184D2204 little-endian; FLG: version 1, independent blocks, no checksums, no
      * content size (0x60); BD: 64 KiB blocks (0x40). */
@@ -36,7 +37,7 @@ Test(lz4, frame_is_kafkas_and_round_trips)
     cr_expect_eq(memcmp(out + out_len - 4, end, 4), 0, "end mark");
     uint8_t *back = NULL;
     size_t back_len = 0;
-    cr_assert_eq(kp_lz4_decompress(out, out_len, 1 << 20, &back, &back_len), 0);
+    cr_assert_eq(kp__lz4_decompress(out, out_len, 1 << 20, &back, &back_len), 0);
     cr_assert_eq(back_len, in_len);
     cr_expect_eq(memcmp(back, in, in_len), 0);
     free(back);
@@ -46,14 +47,14 @@ Test(lz4, two_concatenated_frames_and_empty_input)
 {
     uint8_t in[100] = "abcabcabcabc", out[2][256];
     size_t n[2];
-    cr_assert_eq(kp_lz4_compress(in, 12, out[0], sizeof out[0], &n[0]), 0);
-    cr_assert_eq(kp_lz4_compress(NULL, 0, out[1], sizeof out[1], &n[1]), 0, "empty input");
+    cr_assert_eq(kp__lz4_compress(in, 12, out[0], sizeof out[0], &n[0]), 0);
+    cr_assert_eq(kp__lz4_compress(NULL, 0, out[1], sizeof out[1], &n[1]), 0, "empty input");
     uint8_t both[512];
     memcpy(both, out[0], n[0]);
     memcpy(both + n[0], out[0], n[0]);
     uint8_t *back = NULL;
     size_t back_len = 0;
-    cr_assert_eq(kp_lz4_decompress(both, 2 * n[0], 4096, &back, &back_len), 0);
+    cr_assert_eq(kp__lz4_decompress(both, 2 * n[0], 4096, &back, &back_len), 0);
     cr_assert_eq(back_len, 24);
     cr_expect_eq(memcmp(back + 12, in, 12), 0);
     free(back);
@@ -63,17 +64,17 @@ Test(lz4, refuses_small_output_corrupt_truncated_and_bombs)
 {
     static uint8_t in[100000], out[110000];
     size_t in_len = fill_text(in, sizeof in), out_len = 0;
-    cr_expect_eq(kp_lz4_compress(in, in_len, out, 100, &out_len), KP_ENOSPACE);
-    cr_assert_eq(kp_lz4_compress(in, in_len, out, sizeof out, &out_len), 0);
+    cr_expect_eq(kp__lz4_compress(in, in_len, out, 100, &out_len), KP_ENOSPACE);
+    cr_assert_eq(kp__lz4_compress(in, in_len, out, sizeof out, &out_len), 0);
     uint8_t *back = NULL;
     size_t back_len = 0;
-    cr_expect_eq(kp_lz4_decompress(out, out_len, in_len - 1, &back, &back_len), KP_ECOMPRESSION,
+    cr_expect_eq(kp__lz4_decompress(out, out_len, in_len - 1, &back, &back_len), KP_ECOMPRESSION,
                  "output over max_out");
     cr_expect_null(back);
-    cr_expect_eq(kp_lz4_decompress(out, out_len / 2, 1 << 20, &back, &back_len), KP_ECOMPRESSION,
+    cr_expect_eq(kp__lz4_decompress(out, out_len / 2, 1 << 20, &back, &back_len), KP_ECOMPRESSION,
                  "truncated frame");
     out[0] ^= 0xff;
-    cr_expect_eq(kp_lz4_decompress(out, out_len, 1 << 20, &back, &back_len), KP_ECOMPRESSION,
+    cr_expect_eq(kp__lz4_decompress(out, out_len, 1 << 20, &back, &back_len), KP_ECOMPRESSION,
                  "bad magic");
-    cr_expect_eq(kp_lz4_decompress(NULL, 0, 1 << 20, &back, &back_len), KP_ECOMPRESSION);
+    cr_expect_eq(kp__lz4_decompress(NULL, 0, 1 << 20, &back, &back_len), KP_ECOMPRESSION);
 }

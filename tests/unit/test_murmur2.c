@@ -21,12 +21,12 @@ Test(murmur2, java_client_values)
         {"abc", 479470107},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        int32_t h = kp_murmur2(cases[i].key, strlen(cases[i].key));
+        int32_t h = kp__murmur2(cases[i].key, strlen(cases[i].key));
         cr_expect_eq(h, cases[i].hash, "murmur2(\"%s\") = %d, Java gives %d", cases[i].key, h,
                      cases[i].hash);
     }
     const char abc[] = {'a', 'b', 'c'};
-    cr_expect_eq(kp_murmur2(abc, sizeof abc), 479470107);
+    cr_expect_eq(kp__murmur2(abc, sizeof abc), 479470107);
 }
 
 Test(murmur2, partition_is_positive_hash_modulo)
@@ -34,16 +34,16 @@ Test(murmur2, partition_is_positive_hash_modulo)
     const char *keys[] = {"21", "foobar", "a-little-bit-long-string", "abc", ""};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         size_t len = strlen(keys[i]);
-        uint32_t positive = (uint32_t)kp_murmur2(keys[i], len) & 0x7fffffffu;
+        uint32_t positive = (uint32_t)kp__murmur2(keys[i], len) & 0x7fffffffu;
         for (int32_t n = 1; n <= 13; n++) {
-            int32_t p = kp_murmur2_partition(keys[i], len, n);
+            int32_t p = kp__murmur2_partition(keys[i], len, n);
             cr_expect_eq(p, (int32_t)(positive % (uint32_t)n), "key %s, %d partitions", keys[i], n);
             cr_expect(p >= 0 && p < n);
         }
     }
     /* "21" hashes negative: the mask, not abs(), makes it positive. */
-    cr_expect_eq(kp_murmur2_partition("21", 2, 1000),
+    cr_expect_eq(kp__murmur2_partition("21", 2, 1000),
                  (int32_t)((uint32_t)-973932308 & 0x7fffffffu) % 1000);
-    cr_expect_eq(kp_murmur2_partition("21", 2, 0), -1, "zero partitions is an error");
-    cr_expect_eq(kp_murmur2(NULL, 0), kp_murmur2("", 0));
+    cr_expect_eq(kp__murmur2_partition("21", 2, 0), -1, "zero partitions is an error");
+    cr_expect_eq(kp__murmur2(NULL, 0), kp__murmur2("", 0));
 }

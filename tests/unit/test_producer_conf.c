@@ -134,8 +134,9 @@ static int validate_with(const char *const *kv, size_t n)
 {
     kp_conf_t *c = kp_conf_new();
     cr_assert_eq(kp_conf_set(c, "bootstrap.servers", "localhost:9092", err, sizeof(err)), 0);
-    for (size_t i = 0; i + 1 < n; i += 2)
+    for (size_t i = 0; i + 1 < n; i += 2) {
         cr_assert_eq(kp_conf_set(c, kv[i], kv[i + 1], err, sizeof(err)), 0, "%s", err);
+    }
     err[0] = '\0';
     int rc = kp_conf_validate(c, err, sizeof(err));
     kp_conf_destroy(c);

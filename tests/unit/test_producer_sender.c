@@ -79,10 +79,12 @@ static kp_producer_t *producer(sb_broker_t *sb, const char *const *kv)
     char err[256];
     kp_conf_t *c = kp_conf_new();
     cr_assert_eq(kp_conf_set(c, "bootstrap.servers", sb->bootstrap, err, sizeof(err)), 0);
-    for (const char *const *k = base; k[0]; k += 2)
+    for (const char *const *k = base; k[0]; k += 2) {
         cr_assert_eq(kp_conf_set(c, k[0], k[1], err, sizeof(err)), 0, "%s", err);
-    for (; kv && kv[0]; kv += 2)
+    }
+    for (; kv && kv[0]; kv += 2) {
         cr_assert_eq(kp_conf_set(c, kv[0], kv[1], err, sizeof(err)), 0, "%s", err);
+    }
     kp_producer_t *p = kp_producer_new(c, err, sizeof(err));
     kp_conf_destroy(c);
     cr_assert_not_null(p, "%s", err);
@@ -127,40 +129,47 @@ static void check_common(sb_broker_t *sb, long n)
     for (long id = 0; id < n; id++) {
         cr_expect_eq(atomic_load(&recs[id].calls), 1, "record %ld: %d callbacks", id,
                      atomic_load(&recs[id].calls));
-        if (atomic_load(&recs[id].err) != 0)
+        if (atomic_load(&recs[id].err) != 0) {
             continue;
+        }
         int32_t k = atomic_load(&recs[id].partition);
         long long off = atomic_load(&recs[id].offset);
         cr_expect(off >= 0 && off < sb->log_len[k] && sb->log[k][off] == id,
                   "record %ld acknowledged at p%d offset %lld, which holds %ld", id, k, off,
                   off >= 0 && off < sb->log_len[k] ? sb->log[k][off] : -1L);
     }
-    for (int32_t k = 0; k < sb->n_partitions; k++)
-        for (int64_t i = 1; i < sb->log_len[k]; i++)
+    for (int32_t k = 0; k < sb->n_partitions; k++) {
+        for (int64_t i = 1; i < sb->log_len[k]; i++) {
             cr_expect_gt(sb->log[k][i], sb->log[k][i - 1],
                          "p%d offset %lld holds %ld after %ld: duplicate or out of order", k,
                          (long long)i, sb->log[k][i], sb->log[k][i - 1]);
+        }
+    }
     /* (pid, partition, sequence) -> record id must be a function. */
-    for (int a = 0; a < sb->n_requests; a++)
+    for (int a = 0; a < sb->n_requests; a++) {
         for (int i = 0; i < sb->requests[a].n; i++) {
             sb_batch_t *x = &sb->requests[a].batches[i];
-            for (int b = a + 1; b < sb->n_requests; b++)
+            for (int b = a + 1; b < sb->n_requests; b++) {
                 for (int j = 0; j < sb->requests[b].n; j++) {
                     sb_batch_t *y = &sb->requests[b].batches[j];
                     if (y->producer_id != x->producer_id || y->partition != x->partition ||
-                        x->producer_id < 0)
+                        x->producer_id < 0) {
                         continue;
+                    }
                     for (int r = 0; r < x->count && r < SB_MAX_IDS; r++) {
                         int32_t d = x->base_sequence + r - y->base_sequence;
-                        if (d >= 0 && d < y->count && d < SB_MAX_IDS)
+                        if (d >= 0 && d < y->count && d < SB_MAX_IDS) {
                             cr_expect_eq(x->ids[r], y->ids[d],
                                          "pid %lld p%d seq %d: record %ld in request %d, %ld in "
                                          "request %d",
                                          (long long)x->producer_id, x->partition,
                                          x->base_sequence + r, x->ids[r], a, y->ids[d], b);
+                        }
                     }
                 }
+            }
         }
+    }
     sb_unlock(sb);
 }
 
@@ -175,27 +184,33 @@ static void finish(kp_producer_t *p, sb_broker_t *sb, long n)
 static int count_errors(sb_broker_t *sb, int16_t code)
 {
     int n = 0;
-    for (int a = 0; a < sb->n_requests; a++)
-        for (int i = 0; i < sb->requests[a].n; i++)
+    for (int a = 0; a < sb->n_requests; a++) {
+        for (int i = 0; i < sb->requests[a].n; i++) {
             n += sb->requests[a].batches[i].error == code;
+        }
+    }
     return n;
 }
 
 /* The request index after `after` that carries record id first, or -1. */
 static int request_with(sb_broker_t *sb, long id, int after)
 {
-    for (int a = after + 1; a < sb->n_requests; a++)
-        for (int i = 0; i < sb->requests[a].n; i++)
-            if (sb->requests[a].batches[i].ids[0] == id)
+    for (int a = after + 1; a < sb->n_requests; a++) {
+        for (int i = 0; i < sb->requests[a].n; i++) {
+            if (sb->requests[a].batches[i].ids[0] == id) {
                 return a;
+            }
+        }
+    }
     return -1;
 }
 
 static void expect_all_ok(long n)
 {
-    for (long id = 0; id < n; id++)
+    for (long id = 0; id < n; id++) {
         cr_expect_eq(atomic_load(&recs[id].err), 0, "record %ld failed with %s", id,
                      kp_err_name(atomic_load(&recs[id].err)));
+    }
 }
 
 /* ---- one error on the first request ---- */
@@ -205,8 +220,9 @@ static void inject_first(void *arg, sb_broker_t *sb, sb_request_t *q)
 {
     (void)arg;
     (void)sb;
-    if (q->index == 0)
+    if (q->index == 0) {
         q->batches[0].inject = first_error;
+    }
 }
 
 /* A retriable error: the batch goes again with its producer id and sequence numbers. */
@@ -229,8 +245,9 @@ static void retried_as_is(int16_t code, bool refreshes)
                  b->base_sequence, first.base_sequence);
     cr_expect_eq(b->count, first.count);
     cr_expect_eq(b->error, 0);
-    if (refreshes)
+    if (refreshes) {
         cr_expect_geq(md, 2, "no metadata refresh after %d", code);
+    }
     sb_unlock(sb);
     expect_all_ok(10);
     finish(p, sb, 10);
@@ -260,18 +277,21 @@ static void fails_and_renews_pid(int16_t code)
     int failed_n = sb->requests[0].batches[0].count;
     int64_t pid0 = sb->requests[0].batches[0].producer_id;
     int later = -1;
-    for (int a = 1; a < sb->n_requests && later < 0; a++)
-        if (sb->requests[a].batches[0].producer_id != pid0)
+    for (int a = 1; a < sb->n_requests && later < 0; a++) {
+        if (sb->requests[a].batches[0].producer_id != pid0) {
             later = a;
+        }
+    }
     cr_assert(later > 0, "no request under a new producer id");
     cr_expect_eq(sb->requests[later].batches[0].base_sequence, 0,
                  "the new producer id starts at sequence %d",
                  sb->requests[later].batches[0].base_sequence);
     cr_expect_eq(sb->n_init_pid, 2);
     sb_unlock(sb);
-    for (long id = 0; id < 10; id++)
+    for (long id = 0; id < 10; id++) {
         cr_expect_eq(atomic_load(&recs[id].err), id < failed_n ? KP_EBROKER : 0, "record %ld: %s",
                      id, kp_err_name(atomic_load(&recs[id].err)));
+    }
     finish(p, sb, 10);
 }
 
@@ -295,14 +315,16 @@ static void five_in_flight(void *arg, sb_broker_t *sb, sb_request_t *q)
     (void)arg;
     (void)sb;
     int i = q->index - 1;
-    if (i == 0 && first_error)
+    if (i == 0 && first_error) {
         q->batches[0].inject = first_error;
-    if (i >= 0 && i < 4)
+    }
+    if (i >= 0 && i < 4) {
         q->action = SB_HOLD;
-    else if (i == 4)
+    } else if (i == 4) {
         q->action = last_action;
-    else if (i == 9 && first_error)
+    } else if (i == 9 && first_error) {
         q->batches[0].inject = 7; /* the last retry fails once more */
+    }
 }
 
 /* One acknowledged record, then five single-batch requests of one partition before any
@@ -361,9 +383,10 @@ Test(sender, disconnect_with_five_in_flight_resends_all_without_duplicates)
     /* The five were appended before the connection dropped: each resend is a duplicate. */
     int dup = count_errors(sb, 46);
     cr_expect_eq(dup, 5, "%d DUPLICATE_SEQUENCE_NUMBER answers, expected 5", dup);
-    for (int a = 1; a < 6; a++)
+    for (int a = 1; a < 6; a++) {
         cr_expect(request_with(sb, sb->requests[a].batches[0].ids[0], 5) > 0,
                   "request %d was not resent", a);
+    }
     sb_unlock(sb);
     expect_all_ok(n);
     finish(p, sb, n);
@@ -375,8 +398,9 @@ static void retry_fails_slowly(void *arg, sb_broker_t *sb, sb_request_t *q)
 {
     (void)arg;
     (void)sb;
-    if (q->index == 1)
+    if (q->index == 1) {
         q->batches[0].inject = 7;
+    }
     if (q->index == 2) { /* the retry: fails again, answered 300 ms later */
         q->batches[0].inject = 7;
         q->delay_ms = 300;
@@ -404,9 +428,11 @@ Test(sender, new_batch_waits_while_a_retry_is_in_flight)
     int a = request_with(sb, 6, 1);
     cr_assert(a > 1);
     int64_t last_retry_answer = -1;
-    for (int k = 0; k < a; k++)
-        if (sb->requests[k].batches[0].ids[0] == 1)
+    for (int k = 0; k < a; k++) {
+        if (sb->requests[k].batches[0].ids[0] == 1) {
             last_retry_answer = sb->requests[k].answered_ms;
+        }
+    }
     cr_expect_geq(sb->requests[a].at_ms, last_retry_answer,
                   "the later batch went out before the retry was answered");
     sb_unlock(sb);
@@ -420,8 +446,9 @@ static void disconnect_first(void *arg, sb_broker_t *sb, sb_request_t *q)
 {
     (void)arg;
     (void)sb;
-    if (q->index == 0)
+    if (q->index == 0) {
         q->action = SB_DISCONNECT;
+    }
 }
 
 Test(sender, duplicate_sequence_is_success_with_the_original_offset)
@@ -444,8 +471,9 @@ static void throttle_first(void *arg, sb_broker_t *sb, sb_request_t *q)
 {
     (void)arg;
     (void)sb;
-    if (q->index == 0)
+    if (q->index == 0) {
         q->throttle_ms = 400;
+    }
 }
 
 Test(sender, throttle_time_is_honoured)
@@ -472,14 +500,18 @@ static void too_large_once(void *arg, sb_broker_t *sb, sb_request_t *q)
 {
     (void)arg;
     (void)sb;
-    if (q->index == too_large_at && q->batches[0].count > 1)
+    if (q->index == too_large_at && q->batches[0].count > 1) {
         q->batches[0].inject = 10;
-    if (too_large_at == 0 && q->index == 0)
+    }
+    if (too_large_at == 0 && q->index == 0) {
         q->delay_ms = 300; /* time for the batches behind it to go out, if they may */
-    if (too_large_at > 0 && q->index == too_large_at)
+    }
+    if (too_large_at > 0 && q->index == too_large_at) {
         q->action = SB_HOLD; /* until the batch behind it arrives */
-    if (too_large_at > 0 && q->index == too_large_at + 1)
+    }
+    if (too_large_at > 0 && q->index == too_large_at + 1) {
         q->action = SB_RELEASE;
+    }
 }
 
 /* The first batch of a producer id is split: nothing else of the partition was in flight
@@ -544,9 +576,11 @@ static void second_partition_fails(void *arg, sb_broker_t *sb, sb_request_t *q)
 {
     (void)arg;
     (void)sb;
-    for (int i = 0; i < q->n && q->index == 0; i++)
-        if (q->batches[i].partition == 1)
+    for (int i = 0; i < q->n && q->index == 0; i++) {
+        if (q->batches[i].partition == 1) {
             q->batches[i].inject = 6;
+        }
+    }
 }
 
 Test(sender, partial_response_completes_the_ok_partition_and_retries_the_other)
@@ -575,8 +609,9 @@ static void damage_first(void *arg, sb_broker_t *sb, sb_request_t *q)
 {
     (void)arg;
     (void)sb;
-    if (q->index == 0)
+    if (q->index == 0) {
         q->damage = damage_mode;
+    }
 }
 
 /* The damaged response closes the connection; the batch (appended) is resent with its

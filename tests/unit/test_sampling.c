@@ -20,8 +20,9 @@ Test(sampler, n_per_window_with_explicit_clock)
     sw__sampler_force(&s, 6001); /* upstream-forced: counted, never refused */
     cr_expect(!sw__sampler_try(&s, 6002), "the forced one used the window's second slot");
     sw__sampler_init(&s, -1);
-    for (int i = 0; i < 1000; i++)
+    for (int i = 0; i < 1000; i++) {
         cr_assert(sw__sampler_try(&s, 1));
+    }
     sw__sampler_init(&s, 0);
     cr_expect(sw__sampler_try(&s, 1), "0 means sample everything, like SkyWalking");
 }
@@ -69,8 +70,9 @@ Test(sampling, at_most_n_traces_per_window_and_unsampled_traces_are_no_ops)
     cr_expect_eq((uint64_t)not_traced, st.traces_sampled_out);
     decoded_segments_t d = agent_test_read(path);
     cr_expect_eq(d.count, st.segments_finished);
-    for (size_t i = 0; i < d.count; i++)
+    for (size_t i = 0; i < d.count; i++) {
         cr_expect_eq(d.items[i]->n_spans, 3, "sampled traces are complete");
+    }
     agent_test_free(&d);
 }
 

@@ -39,8 +39,9 @@ static sw__span_t *span_add(sw__segment_t *seg, int32_t parent, const char *op, 
 static void tag_add(sw__segment_t *seg, uint16_t span, const char *k, const char *v)
 {
     sw__attr_t *a = sw__segment_attr_add(seg);
-    if (a == NULL)
+    if (a == NULL) {
         return;
+    }
     *a = (sw__attr_t){.kind = SW__ATTR_TAG, .span_id = span};
     a->key = sw__segment_strdup(seg, k);
     a->value = sw__segment_strdup(seg, v);
@@ -49,13 +50,15 @@ static void tag_add(sw__segment_t *seg, uint16_t span, const char *k, const char
 static void log_add(sw__segment_t *seg, uint16_t span, int64_t t, uint32_t nkv)
 {
     sw__attr_t *log = sw__segment_attr_add(seg);
-    if (log == NULL)
+    if (log == NULL) {
         return;
+    }
     *log = (sw__attr_t){.kind = SW__ATTR_LOG, .span_id = span, .time_ms = t};
     for (uint32_t i = 0; i < nkv; i++) {
         sw__attr_t *kv = sw__segment_attr_add(seg);
-        if (kv == NULL)
+        if (kv == NULL) {
             break;
+        }
         *kv = (sw__attr_t){.kind = SW__ATTR_LOG_KV, .span_id = span};
         kv->key = sw__segment_strdup(seg, i % 2 ? "stack" : "event");
         kv->value = sw__segment_strdup(seg, i % 3 ? "frame" : "");
@@ -98,9 +101,10 @@ static Skywalking__V3__SegmentObject *assert_identical(sw__encoder_t *enc, const
     cr_assert_eq(sw__encode_segment(enc, seg, service, instance, &out), 0);
     cr_assert_eq(out.len - 3, ref_len, "length %zu, protobuf-c packs %zu", out.len - 3, ref_len);
     cr_assert_eq(memcmp(out.data, "abc", 3), 0, "the bytes before the segment changed");
-    for (size_t i = 0; i < ref_len; i++)
+    for (size_t i = 0; i < ref_len; i++) {
         cr_assert_eq(out.data[3 + i], ref[i], "byte %zu of %zu: 0x%02x, protobuf-c 0x%02x", i,
                      ref_len, out.data[3 + i], ref[i]);
+    }
     Skywalking__V3__SegmentObject *m =
         skywalking__v3__segment_object__unpack(NULL, out.len - 3, out.data + 3);
     cr_assert_not_null(m, "protobuf-c cannot decode the bytes");
@@ -179,10 +183,12 @@ Test(segment_encode, size_limited_and_truncated_arena)
     sw__encoder_t enc = {0};
     sw__segment_t *seg = segment_new(300, 256); /* a small arena: strings truncate, tags drop */
     ids_set(seg, "t", "s");
-    for (int i = 0; i < 300; i++)
+    for (int i = 0; i < 300; i++) {
         span_add(seg, i - 1, "an operation name that fills the arena quickly", NULL);
-    for (int i = 0; i < 40; i++)
+    }
+    for (int i = 0; i < 40; i++) {
         tag_add(seg, (uint16_t)(i % 3), "key", "value");
+    }
     log_add(seg, 1, 5, 40);
     seg->size_limited = true;
     cr_assert_gt(seg->truncations, 0);
@@ -251,8 +257,9 @@ static uint32_t rnd(uint32_t n)
 static const char *rnd_string(char *buf, size_t cap)
 {
     size_t n = rnd(4) == 0 ? 0 : rnd(rnd(8) == 0 ? (uint32_t)cap - 1 : 24);
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         buf[i] = (char)('a' + rnd(26));
+    }
     buf[n] = '\0';
     return buf;
 }
@@ -277,14 +284,16 @@ Test(segment_encode, random_segments_match_protobuf_c)
             sp->end_ms = sp->start_ms + rnd(100);
         }
         for (uint32_t i = 0, n = spans ? rnd(40) : 0; i < n; i++) {
-            if (rnd(3) == 0)
+            if (rnd(3) == 0) {
                 log_add(seg, (uint16_t)rnd(spans), (int64_t)rnd(1u << 31), rnd(4));
-            else
+            } else {
                 tag_add(seg, (uint16_t)rnd(spans), rnd_string(a, sizeof a),
                         rnd_string(b, sizeof b));
+            }
         }
-        for (uint32_t i = 0, n = spans ? rnd(SW__REFS_MAX + 1) : 0; i < n; i++)
+        for (uint32_t i = 0, n = spans ? rnd(SW__REFS_MAX + 1) : 0; i < n; i++) {
             ref_add(seg, (uint16_t)rnd(spans), (uint8_t)rnd(2), (int32_t)rnd(5) - 1);
+        }
         seg->size_limited = rnd(2);
         Skywalking__V3__SegmentObject *m = assert_identical(&enc, seg, "svc", rnd_string(a, 30));
         cr_assert_eq(m->n_spans, spans);

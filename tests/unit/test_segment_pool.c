@@ -46,10 +46,12 @@ Test(segment_pool, traces_beyond_the_cap_are_not_recorded_and_count_as_dropped)
     cr_assert_eq(sw__agent_blocks_max(), HOLD_CAP);
     pthread_barrier_init(&hold_barrier, NULL, HOLD_THREADS);
     pthread_t t[HOLD_THREADS];
-    for (int i = 0; i < HOLD_THREADS; i++)
+    for (int i = 0; i < HOLD_THREADS; i++) {
         cr_assert_eq(pthread_create(&t[i], NULL, hold_trace, NULL), 0);
-    for (int i = 0; i < HOLD_THREADS; i++)
+    }
+    for (int i = 0; i < HOLD_THREADS; i++) {
         pthread_join(t[i], NULL);
+    }
     pthread_barrier_destroy(&hold_barrier);
     uint64_t blocks = sw__agent_blocks_allocated();
     sw_stats_t st = agent_test_stop(); /* asserts finished == reported + dropped + failed */
@@ -61,8 +63,9 @@ Test(segment_pool, traces_beyond_the_cap_are_not_recorded_and_count_as_dropped)
     cr_expect_eq(st.traces_sampled_out, 0, "no-block traces are not 'sampled out'");
     decoded_segments_t d = agent_test_read(path);
     cr_expect_eq(d.count, HOLD_CAP);
-    for (size_t i = 0; i < d.count; i++)
+    for (size_t i = 0; i < d.count; i++) {
         cr_expect_eq(d.items[i]->n_spans, 2, "a recorded segment is complete");
+    }
     agent_test_free(&d);
 }
 
@@ -74,8 +77,9 @@ Test(segment_pool, an_unrecorded_trace_pairs_its_spans_and_the_next_one_records)
     agent_test_start(path, cap_four);
     pthread_barrier_init(&hold_barrier, NULL, HOLD_CAP + 1);
     pthread_t t[HOLD_CAP];
-    for (int i = 0; i < HOLD_CAP; i++)
+    for (int i = 0; i < HOLD_CAP; i++) {
         cr_assert_eq(pthread_create(&t[i], NULL, hold_trace, NULL), 0);
+    }
     /* The 4 threads hold every block until we pass the barrier: wait for them (bounded). */
     for (int spins = 0; sw__agent_blocks_allocated() < HOLD_CAP; spins++) {
         cr_assert_lt(spins, 10 * 1000 * 1000, "the holders did not take the 4 blocks");
@@ -89,15 +93,17 @@ Test(segment_pool, an_unrecorded_trace_pairs_its_spans_and_the_next_one_records)
     sw_span_end();
     sw_span_end();
     pthread_barrier_wait(&hold_barrier);
-    for (int i = 0; i < HOLD_CAP; i++)
+    for (int i = 0; i < HOLD_CAP; i++) {
         pthread_join(t[i], NULL);
+    }
     pthread_barrier_destroy(&hold_barrier);
     /* The holders' segments reach the consumer, which returns their blocks to the pool. */
     sw_stats_t st;
     for (int spins = 0;; spins++) {
         sw_stats(&st);
-        if (st.segments_reported == HOLD_CAP)
+        if (st.segments_reported == HOLD_CAP) {
             break;
+        }
         cr_assert_lt(spins, 10 * 1000 * 1000, "the consumer reported %llu of %d segments",
                      (unsigned long long)st.segments_reported, HOLD_CAP);
         sched_yield();
@@ -137,10 +143,12 @@ static void *flood(void *arg)
 static void flood_run(void)
 {
     pthread_t t[FLOOD_THREADS];
-    for (int i = 0; i < FLOOD_THREADS; i++)
+    for (int i = 0; i < FLOOD_THREADS; i++) {
         cr_assert_eq(pthread_create(&t[i], NULL, flood, NULL), 0);
-    for (int i = 0; i < FLOOD_THREADS; i++)
+    }
+    for (int i = 0; i < FLOOD_THREADS; i++) {
         pthread_join(t[i], NULL);
+    }
 }
 
 static void small_carrier(sw_config_t *cfg)
@@ -230,8 +238,9 @@ static int block_index(sw__segment_t *seg)
 {
     pthread_mutex_lock(&blocks.lock);
     int i = 0;
-    while (i < blocks.n_seen && blocks.seen[i] != seg)
+    while (i < blocks.n_seen && blocks.seen[i] != seg) {
         i++;
+    }
     if (i == blocks.n_seen) {
         cr_assert_lt(blocks.n_seen, RACE_CAP, "more distinct blocks than the cap");
         blocks.seen[blocks.n_seen++] = seg;
@@ -307,8 +316,9 @@ static void *race_pusher(void *arg)
         pthread_mutex_unlock(&handoff_lock);
         if (chain != NULL) {
             sw__segment_t *last = chain;
-            while (last->next != NULL)
+            while (last->next != NULL) {
                 last = last->next;
+            }
             sw__segment_pool_push_chain(&race_pool, chain, last);
         } else if (last_round) {
             return NULL;
@@ -327,10 +337,12 @@ Test(segment_pool, refill_and_give_back_race_loses_and_duplicates_nothing)
     atomic_store(&getters_left, RACE_GETTERS);
     pthread_t pusher, getters[RACE_GETTERS];
     cr_assert_eq(pthread_create(&pusher, NULL, race_pusher, NULL), 0);
-    for (int i = 0; i < RACE_GETTERS; i++)
+    for (int i = 0; i < RACE_GETTERS; i++) {
         cr_assert_eq(pthread_create(&getters[i], NULL, race_getter, (void *)(intptr_t)(i + 1)), 0);
-    for (int i = 0; i < RACE_GETTERS; i++)
+    }
+    for (int i = 0; i < RACE_GETTERS; i++) {
         pthread_join(getters[i], NULL);
+    }
     pthread_join(pusher, NULL);
 
     uint64_t allocated = atomic_load(&race_pool.allocated);
@@ -371,8 +383,9 @@ Test(segment_pool, an_idle_cache_holds_no_more_than_its_credits)
     for (int i = 0; i < CAP; i++) {
         all[i] = sw__segment_cache_get(&idle, &pool);
         cr_assert_not_null(all[i], "block %d below the cap", i);
-        if (i > 0)
+        if (i > 0) {
             all[i]->next = all[i - 1];
+        }
     }
     cr_expect_null(sw__segment_cache_get(&busy, &pool), "the cap is reached");
     all[0]->next = NULL;
@@ -382,13 +395,15 @@ Test(segment_pool, an_idle_cache_holds_no_more_than_its_credits)
     cr_assert_not_null(one);
     cr_expect_leq(idle.count, CAP / 4, "cache of %u blocks, credit budget %d", idle.count, CAP / 4);
     int got = 0;
-    for (sw__segment_t *seg; (seg = sw__segment_cache_get(&busy, &pool)) != NULL; got++)
+    for (sw__segment_t *seg; (seg = sw__segment_cache_get(&busy, &pool)) != NULL; got++) {
         all[got] = seg;
+    }
     cr_expect_eq(got, CAP - 1 - (int)idle.count, "the busy thread got %d blocks", got);
     cr_expect_geq(got, CAP - 1 - CAP / 4);
     /* Hand everything back, so that pool_destroy frees every block. */
-    for (int i = 0; i < got; i++)
+    for (int i = 0; i < got; i++) {
         sw__segment_cache_put(&busy, &pool, all[i]);
+    }
     sw__segment_cache_put(&idle, &pool, one);
     sw__segment_cache_flush(&idle, &pool);
     sw__segment_cache_flush(&busy, &pool);

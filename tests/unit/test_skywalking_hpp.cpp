@@ -77,8 +77,9 @@ std::vector<Segment *> stop_and_read(const recording &r)
     cr_assert_not_null(f, "no segment file %s", r.path);
     std::vector<unsigned char> bytes;
     unsigned char chunk[4096];
-    for (std::size_t n; (n = std::fread(chunk, 1, sizeof chunk, f)) > 0;)
+    for (std::size_t n; (n = std::fread(chunk, 1, sizeof chunk, f)) > 0;) {
         bytes.insert(bytes.end(), chunk, chunk + n);
+    }
     std::fclose(f);
     std::vector<Segment *> out;
     std::size_t pos = 0;
@@ -88,8 +89,9 @@ std::vector<Segment *> stop_and_read(const recording &r)
             cr_assert_lt(pos, bytes.size(), "truncated length at %zu", pos);
             unsigned char b = bytes[pos++];
             len |= std::uint64_t(b & 0x7f) << shift;
-            if (!(b & 0x80))
+            if (!(b & 0x80)) {
                 break;
+            }
         }
         cr_assert_leq(len, bytes.size() - pos, "truncated record at %zu", pos);
         Segment *s = skywalking__v3__segment_object__unpack(nullptr, len, &bytes[pos]);
@@ -103,40 +105,49 @@ std::vector<Segment *> stop_and_read(const recording &r)
 
 void free_all(std::vector<Segment *> &segments)
 {
-    for (Segment *s : segments)
+    for (Segment *s : segments) {
         skywalking__v3__segment_object__free_unpacked(s, nullptr);
+    }
     segments.clear();
 }
 
 const Span *find_span(const std::vector<Segment *> &segments, std::string_view op,
                       const Segment **owner = nullptr)
 {
-    for (const Segment *s : segments)
-        for (std::size_t i = 0; i < s->n_spans; i++)
+    for (const Segment *s : segments) {
+        for (std::size_t i = 0; i < s->n_spans; i++) {
             if (op == s->spans[i]->operationname) {
-                if (owner != nullptr)
+                if (owner != nullptr) {
                     *owner = s;
+                }
                 return s->spans[i];
             }
+        }
+    }
     cr_assert_fail("no span named '%.*s'", (int)op.size(), op.data());
     return nullptr;
 }
 
 const char *tag_value(const Span *span, const char *key)
 {
-    for (std::size_t i = 0; i < span->n_tags; i++)
-        if (std::strcmp(span->tags[i]->key, key) == 0)
+    for (std::size_t i = 0; i < span->n_tags; i++) {
+        if (std::strcmp(span->tags[i]->key, key) == 0) {
             return span->tags[i]->value;
+        }
+    }
     return nullptr;
 }
 
 /* The value of `key` in the span's first log that has it, or nullptr. */
 const char *log_value(const Span *span, const char *key)
 {
-    for (std::size_t i = 0; i < span->n_logs; i++)
-        for (std::size_t k = 0; k < span->logs[i]->n_data; k++)
-            if (std::strcmp(span->logs[i]->data[k]->key, key) == 0)
+    for (std::size_t i = 0; i < span->n_logs; i++) {
+        for (std::size_t k = 0; k < span->logs[i]->n_data; k++) {
+            if (std::strcmp(span->logs[i]->data[k]->key, key) == 0) {
                 return span->logs[i]->data[k]->value;
+            }
+        }
+    }
     return nullptr;
 }
 
@@ -190,8 +201,9 @@ Test(hpp, guards_build_the_tree_and_end_on_scope_exit)
     cr_expect_eq(db->componentid, 5);
     cr_expect_eq(after->parentspanid, entry->spanid, "render opened after validate ended");
     cr_expect_str_eq(tag_value(entry, "http.method"), "GET");
-    for (std::size_t i = 0; i < seg->n_spans; i++)
+    for (std::size_t i = 0; i < seg->n_spans; i++) {
         cr_expect(!seg->spans[i]->iserror, "span %zu marked as an error", i);
+    }
     free_all(segments);
 }
 
@@ -310,9 +322,11 @@ Test(hpp, exit_span_headers_continue_in_an_entry_span)
     const Segment *client_seg = nullptr, *server_seg = nullptr;
     find_span(segments, "client", &client_seg);
     const Span *server = nullptr;
-    for (const Segment *s : segments)
-        if (s != client_seg)
+    for (const Segment *s : segments) {
+        if (s != client_seg) {
             server_seg = s;
+        }
+    }
     server = server_seg->spans[0];
     cr_assert_eq(server->n_refs, 1);
     cr_expect_eq(server->refs[0]->reftype, SKYWALKING__V3__REF_TYPE__CrossProcess);

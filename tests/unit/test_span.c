@@ -155,8 +155,9 @@ static void *ids_make(void *arg)
 {
     intptr_t t = (intptr_t)arg;
     sw__id_state_t st = {0};
-    for (int i = 0; i < IDS_PER_THREAD; i++)
+    for (int i = 0; i < IDS_PER_THREAD; i++) {
         sw__id_generate(&st, 1700000000000, ids[t][i]); /* same ms: the sequence must differ */
+    }
     return NULL;
 }
 
@@ -169,15 +170,18 @@ Test(ids, unique_across_threads_even_within_one_millisecond)
 {
     sw__ids_seed();
     pthread_t th[ID_THREADS];
-    for (intptr_t t = 0; t < ID_THREADS; t++)
+    for (intptr_t t = 0; t < ID_THREADS; t++) {
         cr_assert_eq(pthread_create(&th[t], NULL, ids_make, (void *)t), 0);
-    for (int t = 0; t < ID_THREADS; t++)
+    }
+    for (int t = 0; t < ID_THREADS; t++) {
         pthread_join(th[t], NULL);
+    }
     size_t n = (size_t)ID_THREADS * IDS_PER_THREAD;
     qsort(ids, n, SW__ID_LEN_MAX + 1, id_cmp);
     const char(*flat)[SW__ID_LEN_MAX + 1] = (const void *)ids;
-    for (size_t i = 1; i < n; i++)
+    for (size_t i = 1; i < n; i++) {
         cr_assert_str_neq(flat[i - 1], flat[i], "duplicate id %s", flat[i]);
+    }
     cr_expect_eq(strncmp(flat[0], sw__ids_process_uuid(), 32), 0);
 }
 

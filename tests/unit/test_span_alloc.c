@@ -14,7 +14,7 @@
 #include "test_agent_support.h"
 #include "test_util.h"
 
-static __thread unsigned long allocations;
+static _Thread_local unsigned long allocations;
 
 #if !TEST_SANITIZED
 void *__libc_malloc(size_t);
@@ -55,11 +55,13 @@ static void wait_reported(uint64_t target)
     clock_gettime(CLOCK_MONOTONIC, &start);
     for (;;) {
         sw_stats(&st);
-        if (st.segments_reported >= target)
+        if (st.segments_reported >= target) {
             return;
+        }
         clock_gettime(CLOCK_MONOTONIC, &now);
-        if (now.tv_sec - start.tv_sec > 10)
+        if (now.tv_sec - start.tv_sec > 10) {
             break;
+        }
         sched_yield();
     }
     cr_assert_fail("the consumer reported %llu of %llu segments within 10 s",

@@ -19,9 +19,11 @@ static void async_end_tagged(sw__span_async_t *a, const char *value)
 
 static const char *tag_of(const Skywalking__V3__SpanObject *sp, const char *key)
 {
-    for (size_t i = 0; i < sp->n_tags; i++)
-        if (strcmp(sp->tags[i]->key, key) == 0)
+    for (size_t i = 0; i < sp->n_tags; i++) {
+        if (strcmp(sp->tags[i]->key, key) == 0) {
             return sp->tags[i]->value;
+        }
+    }
     return NULL;
 }
 

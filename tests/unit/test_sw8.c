@@ -31,8 +31,9 @@ Test(base64, round_trips_every_length_and_rejects_malformed)
     }
     cr_expect_str_eq((sw__base64_encode("ab", 2, enc, sizeof enc), enc), "YWI=");
     const char *bad[] = {"YWI", "YW=I", "Y===", "====", "YWI*", "YW I", "=YWI"};
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         cr_expect_eq(sw__base64_decode(bad[i], strlen(bad[i]), dec, sizeof dec), -1, "%s", bad[i]);
+    }
     cr_expect_eq(sw__base64_decode("YWJj", 4, dec, 3), -1, "too small output");
     cr_expect_eq(sw__base64_encode("abc", 3, enc, 4), -1, "too small output");
 }
@@ -159,8 +160,9 @@ Test(sw8x, encodes_and_decodes)
     cr_assert_eq(sw__sw8x_decode("1-", 2, &out, NULL), 0);
     cr_expect(out.skip_analysis && !out.has_timestamp);
     const char *bad[] = {"", "1", "2-5", "1-x", "1--5", "15"};
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         cr_expect_eq(sw__sw8x_decode(bad[i], strlen(bad[i]), &out, NULL), SW_EINVAL, "%s", bad[i]);
+    }
     cr_expect_eq(sw__sw8x_encode(5, x, 3), SW_ENOSPACE);
 }
 

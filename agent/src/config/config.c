@@ -33,14 +33,9 @@ typedef struct key_desc {
     int64_t min, max;
 } key_desc_t;
 
-#define TEXT(name, field)                                                                      \
-    {                                                                                          \
-        name, KIND_TEXT, offsetof(sw_config_t, field), sizeof(((sw_config_t *)0)->field), 0, 0 \
-    }
-#define NUM(name, kind, field, lo, hi)                      \
-    {                                                       \
-        name, kind, offsetof(sw_config_t, field), 0, lo, hi \
-    }
+#define TEXT(name, field) \
+    {name, KIND_TEXT, offsetof(sw_config_t, field), sizeof(((sw_config_t *)0)->field), 0, 0}
+#define NUM(name, kind, field, lo, hi) {name, kind, offsetof(sw_config_t, field), 0, lo, hi}
 
 static const key_desc_t keys[] = {
     {"SW_AGENT_NAME", KIND_NAME, offsetof(sw_config_t, service_name),
@@ -83,8 +78,9 @@ const char *sw__config_key_name(size_t i)
 
 void sw__errbuf_printf(char *errbuf, size_t errlen, const char *fmt, ...)
 {
-    if (errbuf == NULL || errlen == 0)
+    if (errbuf == NULL || errlen == 0) {
         return;
+    }
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(errbuf, errlen, fmt, ap);
@@ -107,8 +103,9 @@ void sw_config_init(sw_config_t *cfg)
 static const key_desc_t *key_find(const char *key)
 {
     for (size_t i = 0; i < sw__config_key_count(); i++) {
-        if (strcmp(keys[i].name, key) == 0)
+        if (strcmp(keys[i].name, key) == 0) {
             return &keys[i];
+        }
     }
     return NULL;
 }
@@ -122,17 +119,20 @@ static bool number_parse(const char *s, size_t len, int64_t min, int64_t max, in
         neg = s[0] == '-';
         i = 1;
     }
-    if (i == len || len - i > 12)
+    if (i == len || len - i > 12) {
         return false;
+    }
     int64_t v = 0;
     for (; i < len; i++) {
-        if (s[i] < '0' || s[i] > '9')
+        if (s[i] < '0' || s[i] > '9') {
             return false;
+        }
         v = v * 10 + (s[i] - '0');
     }
     v = neg ? -v : v;
-    if (v < min || v > max)
+    if (v < min || v > max) {
         return false;
+    }
     *out = v;
     return true;
 }
@@ -141,8 +141,9 @@ bool sw__config_name_is_secret(const char *name)
 {
     static const char *const words[] = {"password", "secret", "token", "jaas", "authentication"};
     for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
-        if (strcasestr(name, words[i]) != NULL)
+        if (strcasestr(name, words[i]) != NULL) {
             return true;
+        }
     }
     return false;
 }
@@ -181,8 +182,9 @@ static sw__text_rule_t text_rule(kind_t kind)
 static const char *value_shown(char *buf, size_t size, const char *key, const char *value,
                                size_t len)
 {
-    if (sw__config_name_is_secret(key))
+    if (sw__config_name_is_secret(key)) {
         return "(not shown)";
+    }
     return sw__log_escape(buf, size, value != NULL ? value : "", value != NULL ? len : 0);
 }
 
@@ -215,10 +217,12 @@ int sw__config_set_n(sw_config_t *cfg, const char *key, const char *value, size_
             sw__errbuf_printf(errbuf, errlen, "value of %s contains a NUL byte", key);
             return SW_ECONFIG;
         }
-        if (sw__config_text_check(key, text_rule(d->kind), value, len, errbuf, errlen) != 0)
+        if (sw__config_text_check(key, text_rule(d->kind), value, len, errbuf, errlen) != 0) {
             return SW_ECONFIG;
-        if (len > 0)
+        }
+        if (len > 0) {
             memcpy(field, value, len);
+        }
         field[len] = '\0';
         return 0;
     case KIND_INT32:
@@ -254,8 +258,9 @@ int sw__config_set_n(sw_config_t *cfg, const char *key, const char *value, size_
         if ((len == 4 && memcmp(value, "file", 4) == 0) ||
             (len == 5 && memcmp(value, "kafka", 5) == 0) ||
             (len == 4 && memcmp(value, "grpc", 4) == 0) || len == 0) {
-            if (len > 0)
+            if (len > 0) {
                 memcpy(field, value, len);
+            }
             field[len] = '\0';
             return 0;
         }
@@ -281,8 +286,9 @@ int sw__config_finalize(sw_config_t *cfg, char *errbuf, size_t errlen)
             text[keys[i].size - 1] = '\0';
             /* A programmatic config did not pass through sw_config_set: check it here. */
             if (sw__config_text_check(keys[i].name, text_rule(keys[i].kind), text, strlen(text),
-                                      errbuf, errlen) != 0)
+                                      errbuf, errlen) != 0) {
                 return SW_ECONFIG;
+            }
         }
     }
     if (cfg->service_name[0] == '\0') {
@@ -292,8 +298,9 @@ int sw__config_finalize(sw_config_t *cfg, char *errbuf, size_t errlen)
     }
     if (cfg->instance_name[0] == '\0') {
         char host[128];
-        if (gethostname(host, sizeof host) != 0)
+        if (gethostname(host, sizeof host) != 0) {
             snprintf(host, sizeof host, "localhost");
+        }
         host[sizeof host - 1] = '\0';
         sw__ids_seed();
         snprintf(cfg->instance_name, sizeof cfg->instance_name, "%s@%s", sw__ids_process_uuid(),

@@ -33,21 +33,26 @@ static bool address_valid(const char *s, size_t len)
 {
     const char *colon = NULL;
     for (size_t i = 0; i < len; i++) {
-        if (!host_char(s[i]))
+        if (!host_char(s[i])) {
             return false;
-        if (s[i] == ':')
+        }
+        if (s[i] == ':') {
             colon = s + i;
+        }
     }
-    if (colon == NULL || colon == s || (size_t)(colon - s) > HOST_MAX)
+    if (colon == NULL || colon == s || (size_t)(colon - s) > HOST_MAX) {
         return false;
+    }
     size_t digits = len - (size_t)(colon + 1 - s);
-    if (digits == 0 || digits > 5)
+    if (digits == 0 || digits > 5) {
         return false;
+    }
     unsigned port = 0;
     for (size_t i = 0; i < digits; i++) {
         char ch = colon[1 + i];
-        if (ch < '0' || ch > '9')
+        if (ch < '0' || ch > '9') {
             return false;
+        }
         port = port * 10 + (unsigned)(ch - '0');
     }
     return port >= 1 && port <= 65535;
@@ -86,8 +91,9 @@ static int topic_check(const char *key, const char *name, char *errbuf, size_t e
         ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
              c == '.' || c == '_' || c == '-';
     }
-    if (ok)
+    if (ok) {
         return 0;
+    }
     char esc[SW__LOG_ESCAPED_SIZE];
     sw__errbuf_printf(errbuf, errlen,
                       "%s: '%s' is not a valid Kafka topic name (1..249 characters of "
@@ -101,8 +107,9 @@ static int topic_pair_check(const char *key, const char *topic, const char *fall
                             const char *ns, char *errbuf, size_t errlen)
 {
     const char *t = topic[0] != '\0' ? topic : fallback;
-    if (topic[0] != '\0' && topic_check(key, topic, errbuf, errlen) != 0)
+    if (topic[0] != '\0' && topic_check(key, topic, errbuf, errlen) != 0) {
         return SW_ECONFIG;
+    }
     if (ns[0] != '\0' && strlen(ns) + 1 + strlen(t) > TOPIC_NAME_MAX) {
         sw__errbuf_printf(errbuf, errlen,
                           "SW_KAFKA_NAMESPACE + %s: '<namespace>-<topic>' is longer than %d "
@@ -116,11 +123,13 @@ static int topic_pair_check(const char *key, const char *topic, const char *fall
 static int topics_check(const sw_config_t *cfg, char *errbuf, size_t errlen)
 {
     if (cfg->kafka_namespace[0] != '\0' &&
-        topic_check("SW_KAFKA_NAMESPACE", cfg->kafka_namespace, errbuf, errlen) != 0)
+        topic_check("SW_KAFKA_NAMESPACE", cfg->kafka_namespace, errbuf, errlen) != 0) {
         return SW_ECONFIG;
+    }
     if (topic_pair_check("SW_KAFKA_TOPIC_SEGMENT", cfg->kafka_topic_segment, "skywalking-segments",
-                         cfg->kafka_namespace, errbuf, errlen) != 0)
+                         cfg->kafka_namespace, errbuf, errlen) != 0) {
         return SW_ECONFIG;
+    }
     return topic_pair_check("SW_KAFKA_TOPIC_MANAGEMENT", cfg->kafka_topic_management,
                             "skywalking-managements", cfg->kafka_namespace, errbuf, errlen);
 }
@@ -129,8 +138,9 @@ static int topics_check(const sw_config_t *cfg, char *errbuf, size_t errlen)
 static int producer_check(const sw_config_t *cfg, char *errbuf, size_t errlen)
 {
     kp_conf_t *conf = kp_conf_new();
-    if (conf == NULL)
+    if (conf == NULL) {
         return SW_ENOMEM;
+    }
     const char *servers =
         cfg->kafka_bootstrap_servers[0] != '\0' ? cfg->kafka_bootstrap_servers : "localhost:9092";
     char msg[512];
@@ -139,8 +149,9 @@ static int producer_check(const sw_config_t *cfg, char *errbuf, size_t errlen)
         sw__errbuf_printf(errbuf, errlen, "SW_KAFKA_BOOTSTRAP_SERVERS is too long");
         rc = SW_ECONFIG;
     }
-    if (rc == 0)
+    if (rc == 0) {
         rc = sw__producer_config_apply(conf, cfg->kafka_producer_config, errbuf, errlen);
+    }
     if (rc == 0 && kp_conf_validate(conf, msg, sizeof msg) != 0) {
         sw__errbuf_printf(errbuf, errlen, "SW_KAFKA_PRODUCER_CONFIG: %s", msg);
         rc = SW_ECONFIG;
@@ -153,11 +164,13 @@ int sw__config_ca_read(const char *path, char **pem, char *errbuf, size_t errlen
 {
     size_t len;
     int rc = sw__file_read("SW_AGENT_SSL_CA_FILE", path, CA_FILE_MAX, pem, &len, errbuf, errlen);
-    if (rc != 0)
+    if (rc != 0) {
         return rc;
+    }
     long count = sw__pem_certificates_count(*pem, len);
-    if (count >= 1)
+    if (count >= 1) {
         return 0;
+    }
     char esc[SW__LOG_ESCAPED_SIZE];
     sw__errbuf_printf(errbuf, errlen, "SW_AGENT_SSL_CA_FILE: '%s' %s", SW__LOG_ESC(esc, path),
                       count == 0 ? "holds no PEM certificate (-----BEGIN CERTIFICATE-----)"
@@ -171,15 +184,18 @@ int sw__config_check(const sw_config_t *cfg, char *errbuf, size_t errlen)
 {
     if (cfg->backend_services[0] != '\0' &&
         sw__address_list_check("SW_AGENT_COLLECTOR_BACKEND_SERVICES", cfg->backend_services, errbuf,
-                               errlen) != 0)
+                               errlen) != 0) {
         return SW_ECONFIG;
+    }
     if (cfg->kafka_bootstrap_servers[0] != '\0' &&
         sw__address_list_check("SW_KAFKA_BOOTSTRAP_SERVERS", cfg->kafka_bootstrap_servers, errbuf,
-                               errlen) != 0)
+                               errlen) != 0) {
         return SW_ECONFIG;
+    }
     int rc = topics_check(cfg, errbuf, errlen);
-    if (rc == 0)
+    if (rc == 0) {
         rc = producer_check(cfg, errbuf, errlen);
+    }
     if (rc == 0 && cfg->grpc_ssl_ca_file[0] != '\0') {
         char *pem = NULL;
         rc = sw__config_ca_read(cfg->grpc_ssl_ca_file, &pem, errbuf, errlen);

@@ -26,8 +26,9 @@ static void trim(const char **s, size_t *n)
         (*s)++;
         (*n)--;
     }
-    while (*n > 0 && is_space((*s)[*n - 1]))
+    while (*n > 0 && is_space((*s)[*n - 1])) {
         (*n)--;
+    }
 }
 
 /* Applies one line (without its newline). Returns 0 or SW_ECONFIG. */
@@ -35,8 +36,9 @@ static int line_apply(sw_config_t *cfg, const char *line, size_t n, const char *
                       unsigned lineno, char *errbuf, size_t errlen)
 {
     trim(&line, &n);
-    if (n == 0 || line[0] == '#')
+    if (n == 0 || line[0] == '#') {
         return 0;
+    }
     const char *eq = memchr(line, '=', n);
     if (eq == NULL) {
         /* The line is not shown: it may be a secret, or a line of a file that is not ours. */
@@ -62,24 +64,28 @@ static int line_apply(sw_config_t *cfg, const char *line, size_t n, const char *
     keybuf[kn] = '\0';
     char msg[512];
     int rc = sw__config_set_n(cfg, keybuf, value, vn, msg, sizeof msg);
-    if (rc != 0)
+    if (rc != 0) {
         sw__errbuf_printf(errbuf, errlen, "%s:%u: %s", origin, lineno, msg);
+    }
     return rc;
 }
 
 int sw__config_parse_buffer(sw_config_t *cfg, const char *buf, size_t len, const char *origin,
                             char *errbuf, size_t errlen)
 {
-    if (origin == NULL)
+    if (origin == NULL) {
         origin = "config";
+    }
     unsigned lineno = 1;
     size_t begin = 0;
     for (size_t i = 0; i <= len; i++) {
-        if (i != len && buf[i] != '\n')
+        if (i != len && buf[i] != '\n') {
             continue;
+        }
         int rc = line_apply(cfg, buf + begin, i - begin, origin, lineno, errbuf, errlen);
-        if (rc != 0)
+        if (rc != 0) {
             return rc;
+        }
         lineno++;
         begin = i + 1;
     }
@@ -106,19 +112,22 @@ int sw_config_load(sw_config_t *cfg, char *errbuf, size_t errlen)
         size_t len;
         int rc =
             sw__file_read("SW_AGENT_CONFIG", path, CONFIG_FILE_MAX, &text, &len, errbuf, errlen);
-        if (rc != 0)
+        if (rc != 0) {
             return rc;
+        }
         char origin[SW__LOG_ESCAPED_SIZE];
         rc = sw__config_parse_buffer(cfg, text, len, SW__LOG_ESC(origin, path), errbuf, errlen);
         free(text);
-        if (rc != 0)
+        if (rc != 0) {
             return rc;
+        }
     }
     for (size_t i = 0; i < sw__config_key_count(); i++) {
         const char *name = sw__config_key_name(i);
         const char *value = secure_getenv(name);
-        if (value == NULL)
+        if (value == NULL) {
             continue;
+        }
         char msg[512];
         int rc = sw_config_set(cfg, name, value, msg, sizeof msg);
         if (rc != 0) {

@@ -17,16 +17,21 @@
 /* The kind of file st is, when the agent refuses it; NULL when it is accepted. */
 static const char *kind_refused(const struct stat *st)
 {
-    if (S_ISREG(st->st_mode) || S_ISCHR(st->st_mode))
+    if (S_ISREG(st->st_mode) || S_ISCHR(st->st_mode)) {
         return NULL;
-    if (S_ISFIFO(st->st_mode))
+    }
+    if (S_ISFIFO(st->st_mode)) {
         return "a FIFO";
-    if (S_ISSOCK(st->st_mode))
+    }
+    if (S_ISSOCK(st->st_mode)) {
         return "a socket";
-    if (S_ISDIR(st->st_mode))
+    }
+    if (S_ISDIR(st->st_mode)) {
         return "a directory";
-    if (S_ISBLK(st->st_mode))
+    }
+    if (S_ISBLK(st->st_mode)) {
         return "a block device";
+    }
     return "not a regular file";
 }
 
@@ -65,8 +70,9 @@ int sw__file_read(const char *key, const char *path, size_t max, char **out, siz
                   char *errbuf, size_t errlen)
 {
     int fd = sw__file_open(key, path, O_RDONLY, 0, errbuf, errlen);
-    if (fd < 0)
+    if (fd < 0) {
         return SW_ECONFIG;
+    }
     char *buf = malloc(max + 2);
     if (buf == NULL) {
         close(fd);
@@ -76,23 +82,27 @@ int sw__file_read(const char *key, const char *path, size_t max, char **out, siz
     int err = 0;
     while (n <= max) {
         ssize_t r = read(fd, buf + n, max + 1 - n);
-        if (r < 0 && errno == EINTR)
+        if (r < 0 && errno == EINTR) {
             continue;
-        if (r < 0)
+        }
+        if (r < 0) {
             err = errno;
-        if (r <= 0)
+        }
+        if (r <= 0) {
             break;
+        }
         n += (size_t)r;
     }
     close(fd);
     if (err != 0 || n > max) {
         char esc[SW__LOG_ESCAPED_SIZE];
-        if (err != 0)
+        if (err != 0) {
             sw__errbuf_printf(errbuf, errlen, "%s: cannot read '%s': %s", key,
                               SW__LOG_ESC(esc, path), strerror(err));
-        else
+        } else {
             sw__errbuf_printf(errbuf, errlen, "%s: '%s' is larger than %zu bytes", key,
                               SW__LOG_ESC(esc, path), max);
+        }
         free(buf);
         return SW_ECONFIG;
     }

@@ -36,8 +36,9 @@ static inline void sw__text_trim(const char **s, size_t *len)
         (*s)++;
         (*len)--;
     }
-    while (*len > 0 && sw__list_is_blank((*s)[*len - 1]))
+    while (*len > 0 && sw__list_is_blank((*s)[*len - 1])) {
         (*len)--;
+    }
 }
 
 /*
@@ -49,8 +50,9 @@ static inline void sw__text_trim(const char **s, size_t *len)
 static inline const char *sw__list_item_next(const char **cursor, size_t *len)
 {
     const char *item = *cursor;
-    if (item == NULL)
+    if (item == NULL) {
         return NULL;
+    }
     const char *comma = strchr(item, ',');
     size_t n = comma != NULL ? (size_t)(comma - item) : strlen(item);
     *cursor = comma != NULL ? comma + 1 : NULL;
@@ -68,8 +70,9 @@ static inline const char *sw__list_next(const char **cursor, size_t *len)
 {
     const char *item;
     while ((item = sw__list_item_next(cursor, len)) != NULL) {
-        if (*len > 0)
+        if (*len > 0) {
             return item;
+        }
     }
     return NULL;
 }

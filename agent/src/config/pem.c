@@ -20,19 +20,22 @@ static int is_pem_space(char c)
 /* Whether der[0..n) is exactly one DER SEQUENCE (tag 0x30, definite length). */
 static int der_sequence_whole(const uint8_t *der, size_t n)
 {
-    if (n < 2 || der[0] != 0x30)
+    if (n < 2 || der[0] != 0x30) {
         return 0;
+    }
     size_t len, header;
     if (der[1] < 0x80) {
         len = der[1];
         header = 2;
     } else {
         size_t bytes = der[1] & 0x7fu;
-        if (bytes == 0 || bytes > 4 || n < 2 + bytes)
+        if (bytes == 0 || bytes > 4 || n < 2 + bytes) {
             return 0;
+        }
         len = 0;
-        for (size_t i = 0; i < bytes; i++)
+        for (size_t i = 0; i < bytes; i++) {
             len = len << 8 | der[2 + i];
+        }
         header = 2 + bytes;
     }
     return len > 0 && header + len == n;
@@ -46,8 +49,9 @@ static int body_valid(const char *body, size_t n)
     int ok = b64 != NULL && der != NULL;
     size_t m = 0;
     for (size_t i = 0; ok && i < n; i++) {
-        if (!is_pem_space(body[i]))
+        if (!is_pem_space(body[i])) {
             b64[m++] = body[i];
+        }
     }
     long dlen = ok && m > 0 ? sw__base64_decode(b64, m, der, n / 4 * 3 + 4) : -1;
     ok = dlen > 0 && der_sequence_whole((const uint8_t *)der, (size_t)dlen);
@@ -62,12 +66,14 @@ long sw__pem_certificates_count(const char *text, size_t len)
     const char *p = text, *end = text + len;
     for (;;) {
         const char *b = memmem(p, (size_t)(end - p), begin_line, sizeof begin_line - 1);
-        if (b == NULL)
+        if (b == NULL) {
             return count;
+        }
         const char *body = b + sizeof begin_line - 1;
         const char *e = memmem(body, (size_t)(end - body), end_line, sizeof end_line - 1);
-        if (e == NULL || !body_valid(body, (size_t)(e - body)))
+        if (e == NULL || !body_valid(body, (size_t)(e - body))) {
             return -1;
+        }
         count++;
         p = e + sizeof end_line - 1;
     }

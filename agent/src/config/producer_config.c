@@ -17,12 +17,14 @@
    value, "linger.ms") that does not name a secret. Anything else could be a bare secret. */
 static bool looks_like_property(const char *s, size_t n)
 {
-    if (n == 0 || n >= PROPERTY_NAME_MAX || memchr(s, '.', n) == NULL)
+    if (n == 0 || n >= PROPERTY_NAME_MAX || memchr(s, '.', n) == NULL) {
         return false;
+    }
     for (size_t i = 0; i < n; i++) {
         char c = s[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '-'))
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '-')) {
             return false;
+        }
     }
     char name[PROPERTY_NAME_MAX];
     memcpy(name, s, n);
@@ -36,16 +38,19 @@ static int property_apply(kp_conf_t *conf, const char *name, const char *value, 
     char key[PROPERTY_NAME_MAX + 32];
     snprintf(key, sizeof key, "SW_KAFKA_PRODUCER_CONFIG: %s", name);
     if (strcmp(name, "bootstrap.servers") == 0 &&
-        sw__address_list_check(key, value, errbuf, errlen) != 0)
+        sw__address_list_check(key, value, errbuf, errlen) != 0) {
         return SW_ECONFIG;
+    }
     char msg[512];
-    if (kp_conf_set(conf, name, value, msg, sizeof msg) == 0)
+    if (kp_conf_set(conf, name, value, msg, sizeof msg) == 0) {
         return 0;
-    if (sw__config_name_is_secret(name)) /* kp's message may quote the value */
+    }
+    if (sw__config_name_is_secret(name)) { /* kp's message may quote the value */
         sw__errbuf_printf(errbuf, errlen, "%s: unknown property or bad value (value not shown)",
                           key);
-    else
+    } else {
         sw__errbuf_printf(errbuf, errlen, "SW_KAFKA_PRODUCER_CONFIG: %s", msg);
+    }
     return SW_ECONFIG;
 }
 
@@ -63,8 +68,9 @@ int sw__producer_config_apply(kp_conf_t *conf, const char *text, char *errbuf, s
         if (eq == NULL) { /* continues the previous value: a list such as a:9092,b:9092 */
             if (name[0] == '\0') {
                 char shown[PROPERTY_NAME_MAX + 8] = "";
-                if (looks_like_property(piece, n))
+                if (looks_like_property(piece, n)) {
                     snprintf(shown, sizeof shown, " '%.*s'", (int)n, piece);
+                }
                 sw__errbuf_printf(errbuf, errlen,
                                   "SW_KAFKA_PRODUCER_CONFIG: item %u%s is not name=value%s",
                                   position, shown, shown[0] ? "" : " (not shown)");
@@ -81,8 +87,9 @@ int sw__producer_config_apply(kp_conf_t *conf, const char *text, char *errbuf, s
             value[vlen] = '\0';
             continue;
         }
-        if (name[0] != '\0' && property_apply(conf, name, value, errbuf, errlen) != 0)
+        if (name[0] != '\0' && property_apply(conf, name, value, errbuf, errlen) != 0) {
             return SW_ECONFIG;
+        }
         const char *key = piece, *val = eq + 1;
         size_t kn = (size_t)(eq - piece), vn = n - kn - 1;
         sw__text_trim(&key, &kn);
@@ -105,7 +112,8 @@ int sw__producer_config_apply(kp_conf_t *conf, const char *text, char *errbuf, s
         value[vn] = '\0';
         vlen = vn;
     }
-    if (name[0] != '\0' && property_apply(conf, name, value, errbuf, errlen) != 0)
+    if (name[0] != '\0' && property_apply(conf, name, value, errbuf, errlen) != 0) {
         return SW_ECONFIG;
+    }
     return 0;
 }

@@ -24,16 +24,19 @@ enum {
 
 uint64_t sw__clock_calibrate(int64_t dt_ns, uint64_t dt_ticks, uint64_t prev)
 {
-    if (dt_ns < CALIBRATE_MIN_NS || dt_ns > 10LL * 1000 * 1000 * 1000 || dt_ticks == 0)
+    if (dt_ns < CALIBRATE_MIN_NS || dt_ns > 10LL * 1000 * 1000 * 1000 || dt_ticks == 0) {
         return 0;
+    }
     unsigned __int128 m = ((unsigned __int128)(uint64_t)dt_ns << 32) / dt_ticks;
     /* 100 MHz .. 20 GHz: 10 ns .. 0.05 ns per tick. */
-    if (m > ((unsigned __int128)10 << 32) || m < ((unsigned __int128)1 << 32) / 20)
+    if (m > ((unsigned __int128)10 << 32) || m < ((unsigned __int128)1 << 32) / 20) {
         return 0;
+    }
     if (prev != 0) {
         unsigned __int128 diff = m > prev ? m - prev : prev - m;
-        if (diff * 100 > prev)
+        if (diff * 100 > prev) {
             return 0; /* more than 1% off: the wall clock was stepped */
+        }
     }
     return (uint64_t)m;
 }
@@ -43,8 +46,9 @@ uint64_t sw__clock_calibrate(int64_t dt_ns, uint64_t dt_ticks, uint64_t prev)
 static bool kernel_uses_tsc(void)
 {
     FILE *f = fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "re");
-    if (f == NULL)
+    if (f == NULL) {
         return false;
+    }
     char name[32] = "";
     bool tsc = fgets(name, sizeof name, f) != NULL && strncmp(name, "tsc\n", 4) == 0;
     fclose(f);
@@ -56,8 +60,9 @@ static bool cpu_has_invariant_tsc(void)
 {
     unsigned a = 0, b = 0, c = 0, d = 0;
     if ((unsigned)__get_cpuid_max(0x80000000u, NULL) < 0x80000007u ||
-        !__get_cpuid(0x80000007u, &a, &b, &c, &d))
+        !__get_cpuid(0x80000007u, &a, &b, &c, &d)) {
         return false;
+    }
     return (d >> 8) & 1u;
 }
 #endif
@@ -65,8 +70,9 @@ static bool cpu_has_invariant_tsc(void)
 static sw__clock_mode_t probe(void)
 {
 #if SW__CLOCK_HAS_TSC
-    if (cpu_has_invariant_tsc() && kernel_uses_tsc())
+    if (cpu_has_invariant_tsc() && kernel_uses_tsc()) {
         return SW__CLOCK_TSC;
+    }
 #endif
     return SW__CLOCK_REALTIME;
 }
@@ -104,15 +110,19 @@ static void reanchor(uint64_t tsc, int64_t rt)
     uint64_t next = 0;
     if (base_tsc != 0 && tsc > base_tsc) {
         next = sw__clock_calibrate(rt - base_ns, tsc - base_tsc, mult);
-        if (next == 0 && mult == 0)
+        if (next == 0 && mult == 0) {
             return; /* not calibrated yet and too early: keep measuring from the old anchor */
+        }
     }
     /* acquire on success: the stores below stay after the seq becomes odd. */
-    if ((s & 1) != 0 || !atomic_compare_exchange_strong_explicit(
-                            &sw__clock.seq, &s, s + 1, memory_order_acquire, memory_order_relaxed))
+    if ((s & 1) != 0 ||
+        !atomic_compare_exchange_strong_explicit(&sw__clock.seq, &s, s + 1, memory_order_acquire,
+                                                 memory_order_relaxed)) {
         return; /* another thread re-anchors */
-    if (next != 0)
+    }
+    if (next != 0) {
         mult = next;
+    }
     uint64_t limit = 0;
     if (mult != 0) {
         unsigned __int128 ticks = ((unsigned __int128)REANCHOR_NS << 32) / mult;
@@ -136,8 +146,9 @@ int64_t sw__clock_slow_ns(void)
         uint64_t t0 = __rdtsc();
         int64_t rt = sw__realtime_ns();
         uint64_t t1 = __rdtsc();
-        if (t1 - t0 < ANCHOR_MAX_TICKS)
+        if (t1 - t0 < ANCHOR_MAX_TICKS) {
             reanchor(t0 + (t1 - t0) / 2, rt);
+        }
         return rt;
     }
 #endif
@@ -147,8 +158,9 @@ int64_t sw__clock_slow_ns(void)
 void sw__clock_reset(sw__clock_mode_t mode)
 {
     (void)sw__clock_mode(); /* the once has run: a later probe cannot overwrite `mode` */
-    if (mode == SW__CLOCK_UNPROBED || mode == SW__CLOCK_TSC)
+    if (mode == SW__CLOCK_UNPROBED || mode == SW__CLOCK_TSC) {
         mode = probe();
+    }
     uint32_t s = atomic_load_explicit(&sw__clock.seq, memory_order_relaxed);
     atomic_store_explicit(&sw__clock.seq, s | 1, memory_order_relaxed);
     atomic_store_explicit(&sw__clock.base_tsc, 0, memory_order_relaxed);

@@ -86,8 +86,9 @@ static inline int64_t sw__now_ns(void)
     uint64_t d = __rdtsc() - base_tsc;
     if (__builtin_expect(d < limit && (s0 & 1) == 0 &&
                              atomic_load_explicit(&sw__clock.seq, memory_order_relaxed) == s0,
-                         1))
+                         1)) {
         return base_ns + (int64_t)(((unsigned __int128)d * mult) >> 32);
+    }
 #endif
     return sw__clock_slow_ns();
 }

@@ -10,7 +10,8 @@
 #include "../propagation/sw8.h"
 #include "clock.h"
 
-__thread sw__context_t sw__tls_context __attribute__((tls_model("initial-exec"))) = {.active = -1};
+_Thread_local sw__context_t sw__tls_context
+    __attribute__((tls_model("initial-exec"))) = {.active = -1};
 
 _Atomic uint32_t sw__epoch;
 
@@ -34,12 +35,14 @@ static void counters_fold(const sw__thread_counters_t *t, sw_stats_t *out)
 
 static void registry_unlink(sw__context_t *c)
 {
-    if (c->reg_prev != NULL)
+    if (c->reg_prev != NULL) {
         c->reg_prev->reg_next = c->reg_next;
-    else
+    } else {
         sw__agent.registry_head = c->reg_next;
-    if (c->reg_next != NULL)
+    }
+    if (c->reg_next != NULL) {
         c->reg_next->reg_prev = c->reg_prev;
+    }
     c->reg_prev = c->reg_next = NULL;
     c->registered_epoch = 0;
 }
@@ -53,8 +56,9 @@ static void context_thread_exit(void *arg)
         /* The run is still open, so its pool is alive: give the blocks back to it. */
         counters_fold(&c->counters, &sw__agent.retired);
         registry_unlink(c);
-        if (c->segment != NULL)
+        if (c->segment != NULL) {
             sw__segment_cache_put(&c->cache, &sw__agent.pool, c->segment);
+        }
         c->segment = NULL;
         sw__segment_cache_flush(&c->cache, &sw__agent.pool);
     }
@@ -84,12 +88,15 @@ bool sw__context_join(sw__context_t *c)
 {
     /* acquire: partner of sw_init's release store; makes the agent state visible. */
     uint32_t e = atomic_load_explicit(&sw__epoch, memory_order_acquire);
-    if (c->epoch == e)
+    if (c->epoch == e) {
         return e != 0;
-    if (c->epoch != 0 || c->segment != NULL || c->cache.head != NULL)
+    }
+    if (c->epoch != 0 || c->segment != NULL || c->cache.head != NULL) {
         sw__context_drop_stale(c);
-    if (e == 0)
+    }
+    if (e == 0) {
         return false;
+    }
     if (!c->key_set) {
         pthread_once(&exit_key_once, exit_key_create);
         c->key_set = pthread_setspecific(exit_key, c) == 0;
@@ -100,14 +107,16 @@ bool sw__context_join(sw__context_t *c)
         pthread_mutex_unlock(&sw__agent.registry_lock);
         return false;
     }
-    if (c->registered_epoch != 0)
+    if (c->registered_epoch != 0) {
         registry_unlink(c);
+    }
     /* Counters restart for the new run (the previous run folded them at its shutdown). */
     memset(&c->counters, 0, sizeof c->counters);
     c->reg_prev = NULL;
     c->reg_next = sw__agent.registry_head;
-    if (c->reg_next != NULL)
+    if (c->reg_next != NULL) {
         c->reg_next->reg_prev = c;
+    }
     sw__agent.registry_head = c;
     c->registered_epoch = e;
     pthread_mutex_unlock(&sw__agent.registry_lock);
@@ -120,13 +129,15 @@ bool sw__context_join(sw__context_t *c)
 
 static bool op_ignored(const char *op)
 {
-    if (sw__agent.ignore_count == 0 || op == NULL)
+    if (sw__agent.ignore_count == 0 || op == NULL) {
         return false;
+    }
     size_t n = strlen(op);
     for (uint32_t i = 0; i < sw__agent.ignore_count; i++) {
         size_t k = sw__agent.ignore[i].len;
-        if (n >= k && memcmp(op + n - k, sw__agent.ignore[i].text, k) == 0)
+        if (n >= k && memcmp(op + n - k, sw__agent.ignore[i].text, k) == 0) {
             return true;
+        }
     }
     return false;
 }
@@ -167,8 +178,9 @@ void sw__context_start(sw__context_t *c, sw_span_type_t type, const char *op, co
     bool sampled;
     if (upstream != NULL) {
         sampled = upstream->sample == 1;
-        if (sampled)
+        if (sampled) {
             sw__sampler_force(&sw__agent.sampler, now_ms);
+        }
     } else {
         sampled = sw__sampler_try(&sw__agent.sampler, now_ms);
     }
@@ -226,10 +238,12 @@ void sw__context_finish(sw__context_t *c)
     sw__segment_t *seg = c->segment;
     c->segment = NULL;
     c->active = -1;
-    if (seg->async_open != 0)
+    if (seg->async_open != 0) {
         return; /* parked: the last asynchronous span's end reports it (span_async.c) */
-    if (seg->truncations != 0)
+    }
+    if (seg->truncations != 0) {
         sw__counter_add(&c->counters.arena_truncated, seg->truncations);
+    }
     sw__counter_add(&c->counters.finished, 1);
     /* On success the carrier owns the block (its publication orders our writes before the
        consumer's reads); on failure we still own it and reuse it. */
@@ -243,8 +257,9 @@ void sw__context_unrecorded_end(sw__context_t *c)
 {
     c->unrecorded = false;
     /* relaxed: only compares with the run this thread joined (see context.h). */
-    if (c->epoch != atomic_load_explicit(&sw__epoch, memory_order_relaxed))
+    if (c->epoch != atomic_load_explicit(&sw__epoch, memory_order_relaxed)) {
         return; /* that run's counters were folded at its shutdown */
+    }
     sw__counter_add(&c->counters.finished, 1);
     sw__counter_add(&c->counters.dropped, 1);
 }
@@ -272,8 +287,9 @@ void sw__registry_sum(sw_stats_t *out)
 {
     pthread_mutex_lock(&sw__agent.registry_lock);
     *out = sw__agent.retired;
-    for (sw__context_t *c = sw__agent.registry_head; c != NULL; c = c->reg_next)
+    for (sw__context_t *c = sw__agent.registry_head; c != NULL; c = c->reg_next) {
         counters_fold(&c->counters, out);
+    }
     pthread_mutex_unlock(&sw__agent.registry_lock);
 }
 

@@ -65,7 +65,7 @@ struct sw__context {
     uint32_t registered_epoch;
 };
 
-extern __thread sw__context_t sw__tls_context __attribute__((tls_model("initial-exec")));
+extern _Thread_local sw__context_t sw__tls_context __attribute__((tls_model("initial-exec")));
 
 /*
  * The current run (0 = agent off). Stored with release by sw_init after the agent state is

@@ -68,8 +68,9 @@ static const char digit_pairs[201] =
 static size_t dec_digits(uint64_t v)
 {
     size_t n = 1;
-    for (; v >= 10000; v /= 10000)
+    for (; v >= 10000; v /= 10000) {
         n += 4;
+    }
     return n + (v >= 10) + (v >= 100) + (v >= 1000);
 }
 
@@ -108,12 +109,14 @@ size_t sw__id_generate(sw__id_state_t *st, int64_t now_ms, char *buf)
     /* acquire: partner of the release store in seed(); a changed generation (first use, or a
        fork child) rebuilds the prefix from the new uuid and the new thread id. */
     uint32_t gen = atomic_load_explicit(&generation, memory_order_acquire);
-    if (st->generation != gen)
+    if (st->generation != gen) {
         prefix_build(st, gen);
+    }
     memcpy(buf, st->prefix, st->prefix_len);
     uint64_t tail = (uint64_t)(now_ms < 0 ? 0 : now_ms) * 10000u;
-    if (tail <= st->last_tail)
+    if (tail <= st->last_tail) {
         tail = st->last_tail + 1;
+    }
     st->last_tail = tail;
     return st->prefix_len + sw__u64_to_dec(tail, buf + st->prefix_len);
 }

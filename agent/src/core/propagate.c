@@ -16,8 +16,9 @@ static const char *nonempty(const char *s)
 
 static void clear(char *buf, size_t len)
 {
-    if (buf != NULL && len > 0)
+    if (buf != NULL && len > 0) {
         buf[0] = '\0';
+    }
 }
 
 int sw_inject(char *sw8, size_t sw8_len, char *correlation, size_t correlation_len, char *sw8_x,
@@ -29,10 +30,12 @@ int sw_inject(char *sw8, size_t sw8_len, char *correlation, size_t correlation_l
     int rc;
     sw__context_t *c = &sw__tls_context;
     sw__span_t *sp = sw__context_active_span(c, &rc);
-    if (sp == NULL)
+    if (sp == NULL) {
         return rc;
-    if (sp->type != SW_SPAN_EXIT)
+    }
+    if (sp->type != SW_SPAN_EXIT) {
         return SW_ENOTEXIT;
+    }
     const sw__segment_t *seg = c->segment;
     sw__sw8_t out = {
         .sample = 1,
@@ -45,13 +48,16 @@ int sw_inject(char *sw8, size_t sw8_len, char *correlation, size_t correlation_l
         .address = nonempty(sp->peer),
     };
     rc = 0;
-    if (sw8 != NULL && sw__sw8_encode(&out, sw8, sw8_len) < 0)
+    if (sw8 != NULL && sw__sw8_encode(&out, sw8, sw8_len) < 0) {
         rc = SW_ENOSPACE;
+    }
     if (correlation != NULL &&
-        sw__correlation_encode(&seg->correlation, correlation, correlation_len) < 0)
+        sw__correlation_encode(&seg->correlation, correlation, correlation_len) < 0) {
         rc = SW_ENOSPACE;
-    if (sw8_x != NULL && sw__sw8x_encode(sw__now_ms(), sw8_x, sw8_x_len) < 0)
+    }
+    if (sw8_x != NULL && sw__sw8x_encode(sw__now_ms(), sw8_x, sw8_x_len) < 0) {
         rc = SW_ENOSPACE;
+    }
     if (rc != 0) {
         clear(sw8, sw8_len);
         clear(correlation, correlation_len);
@@ -64,26 +70,31 @@ int sw_correlation_set(const char *key, const char *value)
 {
     int rc;
     sw__context_t *c = &sw__tls_context;
-    if (sw__context_active_span(c, &rc) == NULL)
+    if (sw__context_active_span(c, &rc) == NULL) {
         return rc;
+    }
     return sw__correlation_put(&c->segment->correlation, key, value);
 }
 
 int sw_correlation_get(const char *key, char *buf, size_t len)
 {
-    if (key == NULL)
+    if (key == NULL) {
         return SW_EINVAL;
+    }
     int rc;
     sw__context_t *c = &sw__tls_context;
-    if (sw__context_active_span(c, &rc) == NULL)
+    if (sw__context_active_span(c, &rc) == NULL) {
         return rc;
+    }
     const sw_correlation_t *corr = &c->segment->correlation;
     int at = sw__correlation_find(corr, key);
-    if (at < 0)
+    if (at < 0) {
         return SW_ENOTFOUND;
+    }
     size_t n = strlen(corr->items[at].value);
-    if (buf == NULL || len < n + 1)
+    if (buf == NULL || len < n + 1) {
         return SW_ENOSPACE;
+    }
     memcpy(buf, corr->items[at].value, n + 1);
     return (int)n;
 }
@@ -94,8 +105,9 @@ static void copy_bounded(char *dst, size_t cap, const char *s)
     size_t n = strnlen(s, cap);
     if (n >= cap) {
         n = cap - 1;
-        while (n > 0 && ((unsigned char)s[n] & 0xC0u) == 0x80u)
+        while (n > 0 && ((unsigned char)s[n] & 0xC0u) == 0x80u) {
             n--;
+        }
     }
     memcpy(dst, s, n);
     dst[n] = '\0';
@@ -103,15 +115,17 @@ static void copy_bounded(char *dst, size_t cap, const char *s)
 
 int sw_capture(sw_snapshot_t *snap)
 {
-    if (snap == NULL)
+    if (snap == NULL) {
         return SW_EINVAL;
+    }
     snap->span_id = -1;
     snap->trace_id[0] = snap->segment_id[0] = snap->endpoint[0] = '\0';
     snap->correlation.count = 0;
     int rc;
     sw__context_t *c = &sw__tls_context;
-    if (sw__context_active_span(c, &rc) == NULL)
+    if (sw__context_active_span(c, &rc) == NULL) {
         return rc;
+    }
     const sw__segment_t *seg = c->segment;
     copy_bounded(snap->trace_id, sizeof snap->trace_id, seg->trace_id);
     copy_bounded(snap->segment_id, sizeof snap->segment_id, seg->segment_id);
@@ -133,18 +147,21 @@ static bool snapshot_valid(const sw_snapshot_t *snap)
 
 int sw_continue(const sw_snapshot_t *snap)
 {
-    if (!snapshot_valid(snap))
+    if (!snapshot_valid(snap)) {
         return SW_EINVAL;
+    }
     int rc;
     sw__context_t *c = &sw__tls_context;
-    if (sw__context_active_span(c, &rc) == NULL)
+    if (sw__context_active_span(c, &rc) == NULL) {
         return rc;
+    }
     sw__segment_t *seg = c->segment;
     rc = sw__context_add_ref(c, 1, snap->trace_id, snap->segment_id, snap->span_id,
                              sw__agent.config.service_name, sw__agent.config.instance_name,
                              snap->endpoint, "");
-    if (rc != 0)
+    if (rc != 0) {
         return rc;
+    }
     memcpy(seg->trace_id, snap->trace_id, strlen(snap->trace_id) + 1);
     for (uint32_t i = 0; i < snap->correlation.count; i++) {
         /* Bounded copies: a snapshot is caller memory. */

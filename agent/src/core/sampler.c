@@ -28,28 +28,33 @@ static bool count_in_window(sw__sampler_t *s, int64_t now_ms, int64_t limit)
         if (old_window != window) {
             next = window << 32 | 1u; /* a new window starts with this trace */
         } else {
-            if (limit >= 0 && count >= (uint64_t)limit)
+            if (limit >= 0 && count >= (uint64_t)limit) {
                 return false;
-            if (count == 0xFFFFFFFFu)
+            }
+            if (count == 0xFFFFFFFFu) {
                 return true; /* saturated (forced starts only): keep the count */
+            }
             next = old + 1;
         }
         if (atomic_compare_exchange_weak_explicit(&s->state, &old, next, memory_order_relaxed,
-                                                  memory_order_relaxed))
+                                                  memory_order_relaxed)) {
             return true;
+        }
     }
 }
 
 bool sw__sampler_try(sw__sampler_t *s, int64_t now_ms)
 {
-    if (s->n_per_window <= 0)
+    if (s->n_per_window <= 0) {
         return true;
+    }
     return count_in_window(s, now_ms, s->n_per_window);
 }
 
 void sw__sampler_force(sw__sampler_t *s, int64_t now_ms)
 {
-    if (s->n_per_window <= 0)
+    if (s->n_per_window <= 0) {
         return;
+    }
     (void)count_in_window(s, now_ms, -1);
 }

@@ -14,8 +14,9 @@ static size_t align8(size_t n)
 
 size_t sw__segment_block_size(uint32_t span_limit, uint32_t arena_cap)
 {
-    if (span_limit == 0 || span_limit > 10000 || arena_cap < 256 || arena_cap > (1u << 24))
+    if (span_limit == 0 || span_limit > 10000 || arena_cap < 256 || arena_cap > (1u << 24)) {
         return 0;
+    }
     return align8(sizeof(sw__segment_t)) + align8(arena_cap) +
            align8((size_t)span_limit * sizeof(sw__span_t));
 }
@@ -56,8 +57,9 @@ static size_t arena_free(const sw__segment_t *seg)
 const char *sw__segment_strndup(sw__segment_t *seg, const char *s, size_t len)
 {
     size_t room = arena_free(seg);
-    if (len == 0)
+    if (len == 0) {
         return empty_string;
+    }
     if (room == 0) {
         seg->truncations++;
         return empty_string;
@@ -65,11 +67,13 @@ const char *sw__segment_strndup(sw__segment_t *seg, const char *s, size_t len)
     if (len + 1 > room) {
         /* Truncate on a UTF-8 boundary: proto3 strings must stay valid UTF-8 for the OAP. */
         len = room - 1;
-        while (len > 0 && ((unsigned char)s[len] & 0xC0u) == 0x80u)
+        while (len > 0 && ((unsigned char)s[len] & 0xC0u) == 0x80u) {
             len--;
+        }
         seg->truncations++;
-        if (len == 0)
+        if (len == 0) {
             return empty_string;
+        }
     }
     char *dst = seg->arena + seg->arena_used;
     memcpy(dst, s, len);
@@ -80,8 +84,9 @@ const char *sw__segment_strndup(sw__segment_t *seg, const char *s, size_t len)
 
 const char *sw__segment_strdup(sw__segment_t *seg, const char *s)
 {
-    if (s == NULL)
+    if (s == NULL) {
         return empty_string;
+    }
     return sw__segment_strndup(seg, s, strlen(s));
 }
 

@@ -31,11 +31,13 @@ int sw__segment_pool_init(sw__segment_pool_t *pool, uint32_t span_limit, uint32_
                           uint64_t max_blocks)
 {
     size_t size = sw__segment_block_size(span_limit, arena_cap);
-    if (size == 0 || max_blocks == 0 || max_blocks > SW__SEGMENT_POOL_MAX)
+    if (size == 0 || max_blocks == 0 || max_blocks > SW__SEGMENT_POOL_MAX) {
         return SW_EINVAL;
+    }
     uint64_t credits = max_blocks / 4;
-    if (credits > SW__SEGMENT_CACHE_CREDITS)
+    if (credits > SW__SEGMENT_CACHE_CREDITS) {
         credits = SW__SEGMENT_CACHE_CREDITS;
+    }
     atomic_init(&pool->free_head, NULL);
     atomic_init(&pool->refilling, 0);
     atomic_init(&pool->cache_credits, (int64_t)credits);
@@ -87,16 +89,19 @@ static void rest_give_back(sw__segment_pool_t *pool, sw__segment_t *rest)
            next taker's acquire exchange. relaxed on failure: we only learn that it is not
            empty and take it below. */
         if (atomic_compare_exchange_strong_explicit(&pool->free_head, &expected, rest,
-                                                    memory_order_release, memory_order_relaxed))
+                                                    memory_order_release, memory_order_relaxed)) {
             return;
+        }
         /* acquire: partner of the release CAS in push_chain (or of ours, by another taker). */
         sw__segment_t *fresh =
             atomic_exchange_explicit(&pool->free_head, NULL, memory_order_acquire);
-        if (fresh == NULL)
+        if (fresh == NULL) {
             continue; /* another taker emptied it first: try the empty case again */
+        }
         sw__segment_t *tail = fresh;
-        while (tail->next != NULL)
+        while (tail->next != NULL) {
             tail = tail->next;
+        }
         tail->next = rest;
         rest = fresh;
     }
@@ -109,8 +114,9 @@ static uint32_t credits_take(sw__segment_pool_t *pool, uint32_t want)
     int64_t have = atomic_load_explicit(&pool->cache_credits, memory_order_relaxed);
     int64_t got;
     do {
-        if (have <= 0)
+        if (have <= 0) {
             return 0;
+        }
         got = have < (int64_t)want ? have : (int64_t)want;
     } while (!atomic_compare_exchange_weak_explicit(&pool->cache_credits, &have, have - got,
                                                     memory_order_relaxed, memory_order_relaxed));
@@ -119,8 +125,9 @@ static uint32_t credits_take(sw__segment_pool_t *pool, uint32_t want)
 
 static void credits_return(sw__segment_pool_t *pool, uint32_t n)
 {
-    if (n != 0) /* relaxed: see credits_take */
+    if (n != 0) { /* relaxed: see credits_take */
         atomic_fetch_add_explicit(&pool->cache_credits, (int64_t)n, memory_order_relaxed);
+    }
 }
 
 /* A new block if the cap allows and malloc succeeds, else NULL (the count is unchanged). */
@@ -129,8 +136,9 @@ static sw__segment_t *block_allocate(sw__segment_pool_t *pool)
     /* relaxed: `allocated` only counts; the CAS makes the cap exact across threads. */
     uint64_t n = atomic_load_explicit(&pool->allocated, memory_order_relaxed);
     do {
-        if (n >= pool->max_blocks)
+        if (n >= pool->max_blocks) {
             return NULL;
+        }
     } while (!atomic_compare_exchange_weak_explicit(&pool->allocated, &n, n + 1,
                                                     memory_order_relaxed, memory_order_relaxed));
     sw__segment_t *seg = malloc(pool->block_size);
@@ -152,10 +160,12 @@ static bool refill_wait(sw__segment_pool_t *pool)
 {
     for (int i = 0; i < REFILL_WAIT_SPINS; i++) {
         /* relaxed: only a hint when to retry; the exchange that follows acquires. */
-        if (atomic_load_explicit(&pool->free_head, memory_order_relaxed) != NULL)
+        if (atomic_load_explicit(&pool->free_head, memory_order_relaxed) != NULL) {
             return true;
-        if (atomic_load_explicit(&pool->refilling, memory_order_relaxed) == 0)
+        }
+        if (atomic_load_explicit(&pool->refilling, memory_order_relaxed) == 0) {
             return false;
+        }
         cpu_relax();
     }
     return false;
@@ -165,11 +175,13 @@ static bool refill_wait(sw__segment_pool_t *pool)
 static sw__segment_t *cache_keep(sw__segment_cache_t *cache, sw__segment_pool_t *pool,
                                  sw__segment_t *list)
 {
-    if (list == NULL)
+    if (list == NULL) {
         return NULL;
+    }
     uint32_t credits = credits_take(pool, SW__SEGMENT_CACHE_MAX);
-    if (credits == 0)
+    if (credits == 0) {
         return list;
+    }
     sw__segment_t *keep_last = list;
     uint32_t kept = 1;
     while (kept < credits && keep_last->next != NULL) {
@@ -199,26 +211,30 @@ static __attribute__((noinline)) sw__segment_t *cache_refill(sw__segment_cache_t
             atomic_exchange_explicit(&pool->free_head, NULL, memory_order_acquire);
         if (list != NULL) {
             sw__segment_t *rest = cache_keep(cache, pool, list->next);
-            if (rest != NULL)
+            if (rest != NULL) {
                 rest_give_back(pool, rest);
+            }
             atomic_fetch_sub_explicit(&pool->refilling, 1, memory_order_relaxed);
             sw__segment_reset(list);
             return list;
         }
         atomic_fetch_sub_explicit(&pool->refilling, 1, memory_order_relaxed);
         sw__segment_t *seg = block_allocate(pool);
-        if (seg != NULL)
+        if (seg != NULL) {
             return seg;
-        if (round == REFILL_WAIT_ROUNDS || !refill_wait(pool))
+        }
+        if (round == REFILL_WAIT_ROUNDS || !refill_wait(pool)) {
             return NULL;
+        }
     }
 }
 
 sw__segment_t *sw__segment_cache_get(sw__segment_cache_t *cache, sw__segment_pool_t *pool)
 {
     sw__segment_t *seg = cache->head;
-    if (seg == NULL)
+    if (seg == NULL) {
         return cache_refill(cache, pool);
+    }
     cache->head = seg->next;
     if (--cache->count == 0) {
         credits_return(pool, cache->credits); /* an idle thread holds no credit */
@@ -243,8 +259,9 @@ void sw__segment_cache_flush(sw__segment_cache_t *cache, sw__segment_pool_t *poo
 {
     if (cache->head != NULL) {
         sw__segment_t *last = cache->head;
-        while (last->next != NULL)
+        while (last->next != NULL) {
             last = last->next;
+        }
         sw__segment_pool_push_chain(pool, cache->head, last);
     }
     credits_return(pool, cache->credits);

@@ -20,10 +20,12 @@
 static __attribute__((noinline)) void begin_slow(sw__context_t *c, sw_span_type_t type,
                                                  const char *op, const char *peer)
 {
-    if (c->segment != NULL || c->noop_depth != 0)
+    if (c->segment != NULL || c->noop_depth != 0) {
         sw__context_drop_stale(c); /* held from a finished run */
-    if (!sw__context_join(c))
+    }
+    if (!sw__context_join(c)) {
         return;
+    }
     sw__context_start(c, type, op, peer, NULL, sw__now_ms());
 }
 
@@ -60,15 +62,17 @@ void sw_exit_span_begin(const char *operation, const char *peer)
 static void entry_apply_sw8x(sw__context_t *c, const char *sw8_x, int64_t now_ms)
 {
     sw__sw8x_t x;
-    if (sw__sw8x_decode(sw8_x, strlen(sw8_x), &x, NULL) != 0)
+    if (sw__sw8x_decode(sw8_x, strlen(sw8_x), &x, NULL) != 0) {
         return;
+    }
     sw__span_t *sp = &c->segment->spans[c->active];
     sp->reserved = x.skip_analysis ? 1 : 0; /* reserved carries skipAnalysis */
     if (x.has_timestamp) {
         char digits[24];
         int64_t latency = now_ms - x.send_ms;
-        if (latency < 0)
+        if (latency < 0) {
             latency = 0;
+        }
         sw__u64_to_dec((uint64_t)latency, digits);
         sw_span_tag("transmission.latency", digits);
     }
@@ -82,10 +86,12 @@ void sw_entry_span_begin_headers(const char *operation, const char *sw8,
         c->noop_depth++; /* inside an unsampled trace */
         return;
     }
-    if (c->segment != NULL && c->epoch != atomic_load_explicit(&sw__epoch, memory_order_relaxed))
+    if (c->segment != NULL && c->epoch != atomic_load_explicit(&sw__epoch, memory_order_relaxed)) {
         sw__context_drop_stale(c);
-    if (c->segment == NULL && !sw__context_join(c))
+    }
+    if (c->segment == NULL && !sw__context_join(c)) {
         return; /* agent off */
+    }
     int64_t now = sw__now_ms();
     if (c->segment != NULL && c->noop_depth != 0) {
         sw__context_push(c, SW_SPAN_ENTRY, operation, NULL, now); /* over the limit: no-op */
@@ -98,15 +104,18 @@ void sw_entry_span_begin_headers(const char *operation, const char *sw8,
     if (sw8 != NULL) {
         valid = sw__sw8_decode(sw8, strnlen(sw8, SW__SW8_HEADER_MAX + 1), &up, scratch,
                                sizeof scratch, NULL) == 0;
-        if (!valid)
+        if (!valid) {
             sw__counter_add(&c->counters.sw8_invalid, 1);
+        }
     }
-    if (c->segment == NULL)
+    if (c->segment == NULL) {
         sw__context_start(c, SW_SPAN_ENTRY, operation, NULL, valid ? &up : NULL, now);
-    else
+    } else {
         sw__context_push(c, SW_SPAN_ENTRY, operation, NULL, now);
-    if (c->segment == NULL || c->noop_depth != 0)
+    }
+    if (c->segment == NULL || c->noop_depth != 0) {
         return; /* not recorded */
+    }
     if (valid) {
         /* Like SkyWalking's extract(): the segment joins the upstream trace, the entry span
            records where it came from. */
@@ -114,32 +123,37 @@ void sw_entry_span_begin_headers(const char *operation, const char *sw8,
         sw__context_add_ref(c, 0, up.trace_id, up.parent_segment_id, up.parent_span_id,
                             up.parent_service, up.parent_instance, up.parent_endpoint, up.address);
     }
-    if (sw8_correlation != NULL)
+    if (sw8_correlation != NULL) {
         sw__correlation_decode(sw8_correlation, strnlen(sw8_correlation, 8192),
                                &c->segment->correlation);
-    if (sw8_x != NULL)
+    }
+    if (sw8_x != NULL) {
         entry_apply_sw8x(c, sw8_x, now);
+    }
 }
 
 void sw_entry_span_begin(const char *operation, const char *sw8)
 {
-    if (sw8 == NULL)
+    if (sw8 == NULL) {
         span_begin(SW_SPAN_ENTRY, operation, NULL);
-    else
+    } else {
         sw_entry_span_begin_headers(operation, sw8, NULL, NULL);
+    }
 }
 
 void sw_span_end(void)
 {
     sw__context_t *c = &sw__tls_context;
     if (likely(c->noop_depth != 0)) {
-        if (--c->noop_depth == 0 && unlikely(c->unrecorded))
+        if (--c->noop_depth == 0 && unlikely(c->unrecorded)) {
             sw__context_unrecorded_end(c); /* a sampled trace that got no block ended */
+        }
         return;
     }
     sw__segment_t *seg = c->segment;
-    if (seg == NULL)
+    if (seg == NULL) {
         return; /* unbalanced, or begun while the agent was off */
+    }
     if (unlikely(c->epoch != atomic_load_explicit(&sw__epoch, memory_order_relaxed))) {
         sw__context_drop_stale(c);
         return;
@@ -147,27 +161,31 @@ void sw_span_end(void)
     sw__span_t *sp = &seg->spans[c->active];
     sp->end_ms = sw__now_ms();
     c->active = sp->parent_id;
-    if (c->active < 0)
+    if (c->active < 0) {
         sw__context_finish(c);
+    }
 }
 
 int sw_span_set_component(int32_t component_id)
 {
     int rc;
     sw__span_t *sp = sw__context_active_span(&sw__tls_context, &rc);
-    if (sp != NULL)
+    if (sp != NULL) {
         sp->component_id = component_id;
+    }
     return rc;
 }
 
 int sw_span_set_layer(sw_layer_t layer)
 {
-    if ((int)layer < SW_LAYER_UNKNOWN || (int)layer > SW_LAYER_FAAS)
+    if ((int)layer < SW_LAYER_UNKNOWN || (int)layer > SW_LAYER_FAAS) {
         return SW_EINVAL;
+    }
     int rc;
     sw__span_t *sp = sw__context_active_span(&sw__tls_context, &rc);
-    if (sp != NULL)
+    if (sp != NULL) {
         sp->layer = (uint8_t)layer;
+    }
     return rc;
 }
 
@@ -175,8 +193,9 @@ int sw_span_set_peer(const char *peer)
 {
     int rc;
     sw__span_t *sp = sw__context_active_span(&sw__tls_context, &rc);
-    if (sp != NULL)
+    if (sp != NULL) {
         sp->peer = sw__segment_strdup(sw__tls_context.segment, peer);
+    }
     return rc;
 }
 
@@ -184,23 +203,27 @@ int sw_span_set_error(bool is_error)
 {
     int rc;
     sw__span_t *sp = sw__context_active_span(&sw__tls_context, &rc);
-    if (sp != NULL)
+    if (sp != NULL) {
         sp->is_error = is_error ? 1 : 0;
+    }
     return rc;
 }
 
 int sw_span_tag(const char *key, const char *value)
 {
-    if (key == NULL)
+    if (key == NULL) {
         return SW_EINVAL;
+    }
     int rc;
     sw__context_t *c = &sw__tls_context;
-    if (sw__context_active_span(c, &rc) == NULL)
+    if (sw__context_active_span(c, &rc) == NULL) {
         return rc;
+    }
     sw__segment_t *seg = c->segment;
     sw__attr_t *a = sw__segment_attr_add(seg);
-    if (a == NULL)
+    if (a == NULL) {
         return 0; /* arena full: dropped and counted */
+    }
     a->kind = SW__ATTR_TAG;
     a->span_id = (uint16_t)c->active;
     a->time_ms = 0;
@@ -212,17 +235,20 @@ int sw_span_tag(const char *key, const char *value)
 
 int sw_span_log(const sw_kv_t *kvs, size_t n)
 {
-    if (kvs == NULL || n == 0 || n > UINT16_MAX)
+    if (kvs == NULL || n == 0 || n > UINT16_MAX) {
         return SW_EINVAL;
+    }
     int rc;
     sw__context_t *c = &sw__tls_context;
-    if (sw__context_active_span(c, &rc) == NULL)
+    if (sw__context_active_span(c, &rc) == NULL) {
         return rc;
+    }
     sw__segment_t *seg = c->segment;
     uint32_t mark_attrs = seg->attr_count;
     sw__attr_t *log = sw__segment_attr_add(seg);
-    if (log == NULL)
+    if (log == NULL) {
         return 0;
+    }
     log->kind = SW__ATTR_LOG;
     log->span_id = (uint16_t)c->active;
     log->time_ms = sw__now_ms();
@@ -230,8 +256,9 @@ int sw_span_log(const sw_kv_t *kvs, size_t n)
     log->key = log->value = NULL;
     for (size_t i = 0; i < n; i++) {
         sw__attr_t *kv = sw__segment_attr_add(seg);
-        if (kv == NULL)
+        if (kv == NULL) {
             break;
+        }
         kv->kind = SW__ATTR_LOG_KV;
         kv->span_id = (uint16_t)c->active;
         kv->time_ms = 0;
@@ -240,7 +267,8 @@ int sw_span_log(const sw_kv_t *kvs, size_t n)
         kv->value = sw__segment_strdup(seg, kvs[i].value);
         log->kv_count++;
     }
-    if (log->kv_count == 0)
+    if (log->kv_count == 0) {
         seg->attr_count = mark_attrs; /* a log without fields is not worth keeping */
+    }
     return 0;
 }

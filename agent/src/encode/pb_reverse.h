@@ -30,8 +30,9 @@ typedef struct sw__pbr {
 
 static inline bool sw__pbr_room(sw__pbr_t *w, size_t n)
 {
-    if (__builtin_expect((size_t)(w->p - w->start) >= n && !w->overflow, 1))
+    if (__builtin_expect((size_t)(w->p - w->start) >= n && !w->overflow, 1)) {
         return true;
+    }
     w->overflow = true;
     return false;
 }
@@ -45,42 +46,48 @@ static inline size_t sw__pb_varint_len(uint64_t v)
 static inline void sw__pbr_varint(sw__pbr_t *w, uint64_t v)
 {
     size_t n = sw__pb_varint_len(v);
-    if (!sw__pbr_room(w, n))
+    if (!sw__pbr_room(w, n)) {
         return;
+    }
     w->p -= n;
     uint8_t *o = w->p;
-    for (size_t i = 0; i + 1 < n; i++, v >>= 7)
+    for (size_t i = 0; i + 1 < n; i++, v >>= 7) {
         o[i] = (uint8_t)(v | 0x80);
+    }
     o[n - 1] = (uint8_t)v;
 }
 
 static inline void sw__pbr_key(sw__pbr_t *w, unsigned field, unsigned wire_type)
 {
-    if (sw__pbr_room(w, 1))
+    if (sw__pbr_room(w, 1)) {
         *--w->p = (uint8_t)(field << 3 | wire_type);
+    }
 }
 
 /* int32 and enums: a negative value is sign-extended to 10 bytes, as protobuf-c does. */
 static inline void sw__pbr_int32(sw__pbr_t *w, unsigned field, int32_t v)
 {
-    if (v == 0)
+    if (v == 0) {
         return;
+    }
     sw__pbr_varint(w, (uint64_t)(int64_t)v);
     sw__pbr_key(w, field, SW__PB_VARINT);
 }
 
 static inline void sw__pbr_int64(sw__pbr_t *w, unsigned field, int64_t v)
 {
-    if (v == 0)
+    if (v == 0) {
         return;
+    }
     sw__pbr_varint(w, (uint64_t)v);
     sw__pbr_key(w, field, SW__PB_VARINT);
 }
 
 static inline void sw__pbr_bool(sw__pbr_t *w, unsigned field, bool v)
 {
-    if (!v)
+    if (!v) {
         return;
+    }
     if (sw__pbr_room(w, 2)) {
         *--w->p = 1;
         *--w->p = (uint8_t)(field << 3 | SW__PB_VARINT);
@@ -90,11 +97,13 @@ static inline void sw__pbr_bool(sw__pbr_t *w, unsigned field, bool v)
 /* A string field; NULL and "" are the default and not written. */
 static inline void sw__pbr_string(sw__pbr_t *w, unsigned field, const char *s)
 {
-    if (s == NULL || s[0] == '\0')
+    if (s == NULL || s[0] == '\0') {
         return;
+    }
     size_t n = strlen(s);
-    if (!sw__pbr_room(w, n))
+    if (!sw__pbr_room(w, n)) {
         return;
+    }
     w->p -= n;
     memcpy(w->p, s, n);
     sw__pbr_varint(w, n);

@@ -70,8 +70,9 @@ static int chains_build(sw__encoder_t *enc, const sw__segment_t *seg, chains_t *
     size_t need = (2 * n + na + 1) * sizeof(uint32_t); /* never 0: scratch is never NULL */
     if (enc->scratch_cap < need) {
         void *grown = realloc(enc->scratch, need);
-        if (grown == NULL)
+        if (grown == NULL) {
             return SW_ENOMEM;
+        }
         enc->scratch = grown;
         enc->scratch_cap = need;
     }
@@ -81,8 +82,9 @@ static int chains_build(sw__encoder_t *enc, const sw__segment_t *seg, chains_t *
     memset(ch->tag_head, 0xff, 2 * n * sizeof(uint32_t));
     for (uint32_t i = 0; i < na; i++) {
         const sw__attr_t *a = sw__segment_attr(seg, i);
-        if (a->span_id >= n || a->kind == SW__ATTR_LOG_KV)
+        if (a->span_id >= n || a->kind == SW__ATTR_LOG_KV) {
             continue;
+        }
         uint32_t *head =
             a->kind == SW__ATTR_TAG ? &ch->tag_head[a->span_id] : &ch->log_head[a->span_id];
         ch->next[i] = *head;
@@ -104,13 +106,15 @@ static void log_write(sw__pbr_t *w, const sw__segment_t *seg, uint32_t at)
 {
     const sw__attr_t *log = sw__segment_attr(seg, at);
     uint32_t last = at + log->kv_count;
-    if (last >= seg->attr_count)
+    if (last >= seg->attr_count) {
         last = seg->attr_count - 1;
+    }
     uint8_t *mark = sw__pbr_mark(w);
     for (uint32_t k = last; k > at; k--) {
         const sw__attr_t *kv = sw__segment_attr(seg, k);
-        if (kv->kind == SW__ATTR_LOG_KV)
+        if (kv->kind == SW__ATTR_LOG_KV) {
             kv_write(w, LOG_DATA, kv);
+        }
     }
     sw__pbr_int64(w, LOG_TIME, log->time_ms);
     sw__pbr_close(w, SPAN_LOGS, mark);
@@ -135,10 +139,12 @@ static void span_write(sw__pbr_t *w, const sw__segment_t *seg, const chains_t *c
     const sw__span_t *sp = &seg->spans[id];
     uint8_t *mark = sw__pbr_mark(w);
     sw__pbr_bool(w, SPAN_SKIP, sp->reserved != 0); /* reserved carries skipAnalysis */
-    for (uint32_t i = ch->log_head[id]; i != NONE; i = ch->next[i])
+    for (uint32_t i = ch->log_head[id]; i != NONE; i = ch->next[i]) {
         log_write(w, seg, i);
-    for (uint32_t i = ch->tag_head[id]; i != NONE; i = ch->next[i])
+    }
+    for (uint32_t i = ch->tag_head[id]; i != NONE; i = ch->next[i]) {
         kv_write(w, SPAN_TAGS, sw__segment_attr(seg, i));
+    }
     sw__pbr_bool(w, SPAN_ERROR, sp->is_error != 0);
     sw__pbr_int32(w, SPAN_COMPONENT, sp->component_id);
     sw__pbr_int32(w, SPAN_LAYER, sp->layer);
@@ -146,8 +152,9 @@ static void span_write(sw__pbr_t *w, const sw__segment_t *seg, const chains_t *c
     sw__pbr_string(w, SPAN_PEER, sp->peer);
     sw__pbr_string(w, SPAN_OP, sp->operation);
     for (uint32_t r = seg->ref_count; r-- > 0;) {
-        if (seg->refs[r].span_id == id)
+        if (seg->refs[r].span_id == id) {
             ref_write(w, &seg->refs[r]);
+        }
     }
     sw__pbr_int64(w, SPAN_END, sp->end_ms);
     sw__pbr_int64(w, SPAN_START, sp->start_ms);
@@ -162,8 +169,9 @@ static void segment_write(sw__pbr_t *w, const sw__segment_t *seg, const chains_t
     sw__pbr_bool(w, SEGMENT_SIZE_LIMITED, seg->size_limited);
     sw__pbr_string(w, SEGMENT_INSTANCE, instance);
     sw__pbr_string(w, SEGMENT_SERVICE, service);
-    for (uint32_t i = seg->span_count; i-- > 0;)
+    for (uint32_t i = seg->span_count; i-- > 0;) {
         span_write(w, seg, ch, i);
+    }
     sw__pbr_string(w, SEGMENT_SEGMENT_ID, seg->segment_id);
     sw__pbr_string(w, SEGMENT_TRACE_ID, seg->trace_id);
 }
@@ -184,13 +192,15 @@ int sw__encode_segment(sw__encoder_t *enc, const sw__segment_t *seg, const char 
                        const char *instance, sw__bytes_t *out)
 {
     chains_t ch;
-    if (chains_build(enc, seg, &ch) != 0)
+    if (chains_build(enc, seg, &ch) != 0) {
         return SW_ENOMEM;
+    }
     size_t fixed = strlen(seg->trace_id) + strlen(seg->segment_id) +
                    (service ? strlen(service) : 0) + (instance ? strlen(instance) : 0);
     for (size_t room = room_guess(seg, fixed);; room *= 2) {
-        if (sw__bytes_reserve(out, room) != 0)
+        if (sw__bytes_reserve(out, room) != 0) {
             return SW_ENOMEM;
+        }
         uint8_t *base = out->data + out->len;
         sw__pbr_t w = {base, base + room, false};
         segment_write(&w, seg, &ch, service, instance);

@@ -46,8 +46,9 @@ static int duration_parse(uint64_t *ns, char *errbuf, size_t errlen)
 {
     *ns = 0;
     const char *v = secure_getenv("SW_CYG_MIN_DURATION_US");
-    if (v == NULL || *v == '\0')
+    if (v == NULL || *v == '\0') {
         return 0;
+    }
     char *end;
     errno = 0;
     unsigned long long us = strtoull(v, &end, 10);
@@ -66,22 +67,28 @@ static int duration_parse(uint64_t *ns, char *errbuf, size_t errlen)
 int sw__cyg_config_load(sw__cyg_config_t *cfg, char *errbuf, size_t errlen)
 {
     int rc = list_parse(&cfg->include, "SW_CYG_INCLUDE", errbuf, errlen);
-    if (rc == 0)
+    if (rc == 0) {
         rc = list_parse(&cfg->include_file, "SW_CYG_INCLUDE_FILE", errbuf, errlen);
-    if (rc == 0)
+    }
+    if (rc == 0) {
         rc = list_parse(&cfg->exclude, "SW_CYG_EXCLUDE", errbuf, errlen);
-    if (rc == 0)
+    }
+    if (rc == 0) {
         rc = list_parse(&cfg->exclude_file, "SW_CYG_EXCLUDE_FILE", errbuf, errlen);
-    if (rc == 0)
+    }
+    if (rc == 0) {
         rc = duration_parse(&cfg->min_duration_ns, errbuf, errlen);
+    }
     return rc;
 }
 
 static bool name_matches(const sw__cyg_list_t *list, const char *name)
 {
-    for (uint32_t i = 0; i < list->count; i++)
-        if (fnmatch(list->patterns[i], name, 0) == 0)
+    for (uint32_t i = 0; i < list->count; i++) {
+        if (fnmatch(list->patterns[i], name, 0) == 0) {
             return true;
+        }
+    }
     return false;
 }
 
@@ -93,17 +100,20 @@ static bool file_matches(const sw__cyg_list_t *list, const char *path)
     for (uint32_t i = 0; i < list->count; i++) {
         const char *pat = list->patterns[i];
         const char *subject = strchr(pat, '/') != NULL ? path : base;
-        if (fnmatch(pat, subject, 0) == 0)
+        if (fnmatch(pat, subject, 0) == 0) {
             return true;
+        }
     }
     return false;
 }
 
 bool sw__cyg_config_traced(const sw__cyg_config_t *cfg, const char *name, const char *file)
 {
-    if (name_matches(&cfg->exclude, name) || file_matches(&cfg->exclude_file, file))
+    if (name_matches(&cfg->exclude, name) || file_matches(&cfg->exclude_file, file)) {
         return false;
-    if (cfg->include.count == 0 && cfg->include_file.count == 0)
+    }
+    if (cfg->include.count == 0 && cfg->include_file.count == 0) {
         return true;
+    }
     return name_matches(&cfg->include, name) || file_matches(&cfg->include_file, file);
 }

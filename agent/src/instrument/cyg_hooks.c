@@ -75,8 +75,8 @@ static const fn_entry_t untraced = {NULL, NULL, false};
 static pthread_key_t thread_key;
 
 /* The calling thread's state: NULL before its first traced call, DEAD after it exited. */
-static __thread cyg_thread_t *tls_thread __attribute__((tls_model("initial-exec")));
-static __thread bool tls_busy __attribute__((tls_model("initial-exec")));
+static _Thread_local cyg_thread_t *tls_thread __attribute__((tls_model("initial-exec")));
+static _Thread_local bool tls_busy __attribute__((tls_model("initial-exec")));
 #define DEAD ((cyg_thread_t *)(uintptr_t)1)
 
 static NOINSTR void thread_free(void *p)
@@ -135,15 +135,17 @@ static NOINSTR char *symbol_name(void *fn, const char **file)
 {
     Dl_info info;
     memset(&info, 0, sizeof info);
-    if (dladdr(fn, &info) == 0)
+    if (dladdr(fn, &info) == 0) {
         info.dli_fname = NULL;
+    }
     *file = info.dli_fname != NULL ? info.dli_fname : "";
     if (info.dli_sname != NULL) {
         if (demangle != NULL && strncmp(info.dli_sname, "_Z", 2) == 0) {
             int status = -1;
             char *d = demangle(info.dli_sname, NULL, NULL, &status);
-            if (d != NULL && status == 0)
+            if (d != NULL && status == 0) {
                 return d;
+            }
             free(d);
         }
         return strdup(info.dli_sname);
@@ -168,9 +170,11 @@ static inline NOINSTR uint32_t fn_hash(const void *fn)
 static NOINSTR fn_entry_t *table_slot(void *fn)
 {
     uint32_t i = fn_hash(fn) & (TABLE_CAP - 1);
-    for (uint32_t n = 0; n < TABLE_CAP; n++, i = (i + 1) & (TABLE_CAP - 1))
-        if (table[i].fn == fn || table[i].fn == NULL)
+    for (uint32_t n = 0; n < TABLE_CAP; n++, i = (i + 1) & (TABLE_CAP - 1)) {
+        if (table[i].fn == fn || table[i].fn == NULL) {
             return &table[i];
+        }
+    }
     return NULL;
 }
 
@@ -181,13 +185,15 @@ static NOINSTR const fn_entry_t *decision_resolve(void *fn)
     fn_entry_t *slot = table_slot(fn);
     bool known = slot != NULL && slot->fn == fn;
     pthread_mutex_unlock(&table_lock);
-    if (known)
+    if (known) {
         return slot;
+    }
     /* dladdr takes the loader's lock: never call it with table_lock held. */
     const char *file;
     char *name = symbol_name(fn, &file);
-    if (name == NULL)
+    if (name == NULL) {
         return &untraced;
+    }
     bool traced = sw__cyg_config_traced(&config, name, file);
     pthread_mutex_lock(&table_lock);
     slot = table_count < TABLE_CAP * 3 / 4 ? table_slot(fn) : NULL;
@@ -206,8 +212,9 @@ static NOINSTR const fn_entry_t *decision_resolve(void *fn)
 static inline NOINSTR const fn_entry_t *decision(cyg_thread_t *t, void *fn)
 {
     uint32_t i = (uint32_t)((uintptr_t)fn >> 4) & (CACHE_SLOTS - 1);
-    if (__builtin_expect(t->cache[i].fn == fn, 1))
+    if (__builtin_expect(t->cache[i].fn == fn, 1)) {
         return t->cache[i].entry;
+    }
     const fn_entry_t *e = decision_resolve(fn);
     t->cache[i].fn = fn;
     t->cache[i].entry = e;
@@ -218,13 +225,16 @@ static inline NOINSTR const fn_entry_t *decision(cyg_thread_t *t, void *fn)
 static NOINSTR cyg_thread_t *thread_state(void)
 {
     cyg_thread_t *t = tls_thread;
-    if (__builtin_expect(t != NULL, 1))
+    if (__builtin_expect(t != NULL, 1)) {
         return t == DEAD ? NULL : t;
-    if (!config_ready())
+    }
+    if (!config_ready()) {
         return NULL;
+    }
     t = calloc(1, sizeof *t);
-    if (t == NULL)
+    if (t == NULL) {
         return NULL;
+    }
     (void)pthread_setspecific(thread_key, t);
     tls_thread = t;
     return t;
@@ -233,8 +243,9 @@ static NOINSTR cyg_thread_t *thread_state(void)
 NOINSTR void __cyg_profile_func_enter(void *fn, void *call_site)
 {
     (void)call_site;
-    if (!sw_enabled() || tls_busy)
+    if (!sw_enabled() || tls_busy) {
         return;
+    }
     tls_busy = true;
     cyg_thread_t *t = thread_state();
     if (t != NULL) {
@@ -257,8 +268,9 @@ NOINSTR void __cyg_profile_func_exit(void *fn, void *call_site)
 {
     (void)call_site;
     cyg_thread_t *t = tls_thread;
-    if (t == NULL || t == DEAD || tls_busy || (t->depth == 0 && t->overflow == 0))
+    if (t == NULL || t == DEAD || tls_busy || (t->depth == 0 && t->overflow == 0)) {
         return;
+    }
     tls_busy = true;
     if (decision(t, fn)->traced) {
         if (t->overflow != 0) {
@@ -267,15 +279,18 @@ NOINSTR void __cyg_profile_func_exit(void *fn, void *call_site)
             /* Normally the top frame; after a longjmp or an exception, frames above it were
                left without their exit: end them here, innermost first. */
             uint32_t i = t->depth;
-            while (i > 0 && t->stack[i - 1].fn != fn)
+            while (i > 0 && t->stack[i - 1].fn != fn) {
                 i--;
+            }
             if (i > 0) {
-                for (; t->depth > i; t->depth--)
+                for (; t->depth > i; t->depth--) {
                     sw_span_end();
+                }
                 frame_t *f = &t->stack[--t->depth];
                 uint64_t took = now_ns() - f->start_ns;
-                if (took >= config.min_duration_ns || !sw__span_discard_marked(&f->mark))
+                if (took >= config.min_duration_ns || !sw__span_discard_marked(&f->mark)) {
                     sw_span_end();
+                }
             }
         }
     }

@@ -14,12 +14,13 @@ int64_t sw__span_clock_ms(void)
 /* Thread tokens: a thread's context may sit at the address of an exited thread's, so the owner
    of a detached span is recorded as a number no other thread ever gets. */
 static _Atomic uint64_t next_token = 1;
-static __thread uint64_t tls_token;
+static _Thread_local uint64_t tls_token;
 
 static uint64_t thread_token(void)
 {
-    if (tls_token == 0) /* relaxed: uniqueness only needs the atomic increment */
+    if (tls_token == 0) { /* relaxed: uniqueness only needs the atomic increment */
         tls_token = atomic_fetch_add_explicit(&next_token, 1, memory_order_relaxed);
+    }
     return tls_token;
 }
 
@@ -58,8 +59,9 @@ void sw__span_async_detach(sw__span_async_t *a)
     }
     seg->async_open++;
     c->active = seg->spans[a->span_id].parent_id;
-    if (c->active < 0)
+    if (c->active < 0) {
         sw__context_finish(c); /* parks the segment: async_open != 0 */
+    }
 }
 
 bool sw__span_async_resume(sw__span_async_t *a, sw__span_async_saved_t *s)
@@ -67,8 +69,9 @@ bool sw__span_async_resume(sw__span_async_t *a, sw__span_async_saved_t *s)
     sw__context_t *c = &sw__tls_context;
     s->resumed = false;
     if (a->segment == NULL || a->owner != thread_token() || !run_current(a->epoch) ||
-        c->epoch != a->epoch)
+        c->epoch != a->epoch) {
         return false;
+    }
     s->segment = c->segment;
     s->active = c->active;
     s->noop_depth = c->noop_depth;
@@ -85,8 +88,9 @@ bool sw__span_async_end(sw__span_async_t *a, sw__span_async_saved_t *s)
 {
     sw__context_t *c = &sw__tls_context;
     if (!s->resumed) {
-        if (a->segment != NULL && a->owner != thread_token())
+        if (a->segment != NULL && a->owner != thread_token()) {
             return false;
+        }
         /* Not recorded, or from an earlier run: its block may be gone with that run's
            context (sw__context_drop_stale), so it is not touched. */
         a->segment = NULL;
@@ -113,12 +117,15 @@ void sw__span_begin_exit_since(const char *operation, const char *peer, int64_t 
 {
     sw__context_t *c = &sw__tls_context;
     sw__span_begin_exit_marked(operation, peer, mark);
-    if (start_ms == 0 || mark->segment == NULL)
+    if (start_ms == 0 || mark->segment == NULL) {
         return;
+    }
     sw__span_t *sp = &c->segment->spans[c->active];
     int64_t floor = sp->parent_id >= 0 ? c->segment->spans[sp->parent_id].start_ms : INT64_MIN;
-    if (start_ms < floor)
+    if (start_ms < floor) {
         start_ms = floor;
-    if (start_ms < sp->start_ms)
+    }
+    if (start_ms < sp->start_ms) {
         sp->start_ms = start_ms;
+    }
 }

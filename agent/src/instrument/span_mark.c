@@ -9,8 +9,9 @@
 static void mark_before(const sw__context_t *c, sw__span_mark_t *m)
 {
     const sw__segment_t *seg = c->segment;
-    if (seg == NULL)
+    if (seg == NULL) {
         return;
+    }
     m->arena_before = seg->arena_used;
     m->attrs_before = seg->attr_count;
     m->refs_before = seg->ref_count;
@@ -65,11 +66,13 @@ static bool mark_untouched(const sw__context_t *c, const sw__span_mark_t *m)
 {
     const sw__segment_t *seg = c->segment;
     if (m->segment == NULL || seg != m->segment || c->noop_depth != 0 || c->active != m->span_id ||
-        seg->span_count != (uint32_t)m->span_id + 1)
+        seg->span_count != (uint32_t)m->span_id + 1) {
         return false;
+    }
     /* relaxed: compares with the run this thread joined, like span.c's hot path. */
-    if (c->epoch != atomic_load_explicit(&sw__epoch, memory_order_relaxed))
+    if (c->epoch != atomic_load_explicit(&sw__epoch, memory_order_relaxed)) {
         return false;
+    }
     return seg->attr_count == m->attrs_after && seg->ref_count == m->refs_after &&
            seg->truncations == m->truncations_after &&
            seg->correlation.count == m->correlation_after;
@@ -78,8 +81,9 @@ static bool mark_untouched(const sw__context_t *c, const sw__span_mark_t *m)
 bool sw__span_discard_marked(const sw__span_mark_t *mark)
 {
     sw__context_t *c = &sw__tls_context;
-    if (!mark_untouched(c, mark))
+    if (!mark_untouched(c, mark)) {
         return false;
+    }
     sw__segment_t *seg = c->segment;
     if (mark->span_id == 0) {
         /* The span began the segment: give the block back unreported (not a finished

@@ -107,10 +107,12 @@ static void stderr_write(const char *p, size_t n)
 {
     while (n > 0) {
         ssize_t w = write(STDERR_FILENO, p, n);
-        if (w < 0 && errno == EINTR)
+        if (w < 0 && errno == EINTR) {
             continue;
-        if (w <= 0)
+        }
+        if (w <= 0) {
             return;
+        }
         p += w;
         n -= (size_t)w;
     }
@@ -120,8 +122,9 @@ static void stderr_handler(sw_log_level_t level, const char *message)
 {
     char line[SW__LOG_LINE_MAX + 128];
     int n = snprintf(line, sizeof line, "skywalking-c %s: %s\n", sw_log_level_name(level), message);
-    if (n < 0)
+    if (n < 0) {
         return;
+    }
     if ((size_t)n >= sizeof line) {
         n = (int)sizeof line - 1;
         line[n - 1] = '\n';
@@ -134,24 +137,28 @@ static void one_line(char *s)
 {
     for (; *s != '\0'; s++) {
         unsigned char c = (unsigned char)*s;
-        if (c < 0x20 || c == 0x7f)
+        if (c < 0x20 || c == 0x7f) {
             *s = '?';
+        }
     }
 }
 
 void sw__log(sw_log_level_t level, const char *fmt, ...)
 {
-    if ((int)level > atomic_load_explicit(&max_level, memory_order_relaxed))
+    if ((int)level > atomic_load_explicit(&max_level, memory_order_relaxed)) {
         return;
+    }
     char msg[SW__LOG_LINE_MAX + 1];
     va_list ap;
     va_start(ap, fmt);
     int n = vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    if (n < 0)
+    if (n < 0) {
         return;
-    if ((size_t)n > SW__LOG_LINE_MAX)
+    }
+    if ((size_t)n > SW__LOG_LINE_MAX) {
         memcpy(msg + SW__LOG_LINE_MAX - 3, "...", 4);
+    }
     one_line(msg);
     pthread_once(&fork_once, fork_hook_register);
     pthread_mutex_lock(&lock);
@@ -164,10 +171,11 @@ void sw__log(sw_log_level_t level, const char *fmt, ...)
                      (unsigned long long)suppressed);
             text = full;
         }
-        if (handler != NULL)
+        if (handler != NULL) {
             handler(level, text, handler_opaque);
-        else
+        } else {
             stderr_handler(level, text);
+        }
     }
     pthread_mutex_unlock(&lock);
 }
@@ -200,8 +208,9 @@ void sw__log_reset(unsigned window)
 /* Bytes of the escaped form of c. */
 static size_t escaped_len(unsigned char c)
 {
-    if (c == '\\' || c == '\n' || c == '\r' || c == '\t')
+    if (c == '\\' || c == '\n' || c == '\r' || c == '\t') {
         return 2;
+    }
     return c >= 0x20 && c < 0x7f ? 1 : 4;
 }
 
@@ -228,8 +237,9 @@ static bool escape_one(char *buf, size_t *at, size_t limit, unsigned char c)
         tmp[3] = hex[c & 15];
         n = 4;
     }
-    if (*at + n > limit)
+    if (*at + n > limit) {
         return false;
+    }
     memcpy(buf + *at, tmp, n);
     *at += n;
     return true;
@@ -238,8 +248,9 @@ static bool escape_one(char *buf, size_t *at, size_t limit, unsigned char c)
 const char *sw__log_escape(char *buf, size_t size, const char *text, size_t len)
 {
     if (size < 8) {
-        if (size > 0)
+        if (size > 0) {
             buf[0] = '\0';
+        }
         return buf;
     }
     if (text == NULL) {
@@ -247,12 +258,14 @@ const char *sw__log_escape(char *buf, size_t size, const char *text, size_t len)
         return buf;
     }
     size_t need = 0;
-    for (size_t i = 0; i < len && need < size; i++)
+    for (size_t i = 0; i < len && need < size; i++) {
         need += escaped_len((unsigned char)text[i]);
+    }
     size_t at = 0, limit = need < size ? size - 1 : size - 4; /* room for "..." when cut */
     for (size_t i = 0; i < len; i++) {
-        if (!escape_one(buf, &at, limit, (unsigned char)text[i]))
+        if (!escape_one(buf, &at, limit, (unsigned char)text[i])) {
             break;
+        }
     }
     if (need >= size) {
         memcpy(buf + at, "...", 3);

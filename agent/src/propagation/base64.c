@@ -10,8 +10,9 @@ static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuv
 long sw__base64_encode(const void *in, size_t n, char *out, size_t out_len)
 {
     size_t need = sw__base64_encoded_len(n);
-    if (out_len < need + 1)
+    if (out_len < need + 1) {
         return -1;
+    }
     const unsigned char *p = in;
     char *o = out;
     size_t i = 0;
@@ -42,31 +43,40 @@ long sw__base64_encode(const void *in, size_t n, char *out, size_t out_len)
 /* Value of a base64 character, or -1. */
 static int sextet(unsigned char c)
 {
-    if (c >= 'A' && c <= 'Z')
+    if (c >= 'A' && c <= 'Z') {
         return c - 'A';
-    if (c >= 'a' && c <= 'z')
+    }
+    if (c >= 'a' && c <= 'z') {
         return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
+    }
+    if (c >= '0' && c <= '9') {
         return c - '0' + 52;
-    if (c == '+')
+    }
+    if (c == '+') {
         return 62;
-    if (c == '/')
+    }
+    if (c == '/') {
         return 63;
+    }
     return -1;
 }
 
 long sw__base64_decode(const char *in, size_t n, char *out, size_t out_len)
 {
-    if (n % 4 != 0)
+    if (n % 4 != 0) {
         return -1;
+    }
     size_t pad = 0;
-    if (n >= 1 && in[n - 1] == '=')
+    if (n >= 1 && in[n - 1] == '=') {
         pad++;
-    if (n >= 2 && in[n - 2] == '=')
+    }
+    if (n >= 2 && in[n - 2] == '=') {
         pad++;
+    }
     size_t len = n / 4 * 3 - pad;
-    if (out_len < len + 1)
+    if (out_len < len + 1) {
         return -1;
+    }
     size_t o = 0;
     for (size_t i = 0; i < n; i += 4) {
         size_t p = i + 4 == n ? pad : 0; /* padding characters in this quantum */
@@ -75,16 +85,19 @@ long sw__base64_decode(const char *in, size_t n, char *out, size_t out_len)
             int s = 0;
             if (k < 4 - p) {
                 s = sextet((unsigned char)in[i + k]);
-                if (s < 0)
+                if (s < 0) {
                     return -1; /* includes '=' anywhere but the end */
+                }
             }
             v = v << 6 | (uint32_t)s;
         }
         out[o++] = (char)(v >> 16);
-        if (p < 2)
+        if (p < 2) {
             out[o++] = (char)((v >> 8) & 0xFF);
-        if (p < 1)
+        }
+        if (p < 1) {
             out[o++] = (char)(v & 0xFF);
+        }
     }
     out[len] = '\0';
     return (long)len;

@@ -11,14 +11,17 @@
 
 int sw__bytes_reserve(sw__bytes_t *b, size_t more)
 {
-    if (b->cap - b->len >= more)
+    if (b->cap - b->len >= more) {
         return 0;
+    }
     size_t cap = b->cap ? b->cap : 4096;
-    while (cap - b->len < more)
+    while (cap - b->len < more) {
         cap *= 2;
+    }
     uint8_t *grown = realloc(b->data, cap);
-    if (grown == NULL)
+    if (grown == NULL) {
         return SW_ENOMEM;
+    }
     b->data = grown;
     b->cap = cap;
     return 0;

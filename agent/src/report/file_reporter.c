@@ -42,8 +42,9 @@ static int write_all(int fd, const uint8_t *p, size_t n)
     while (n > 0) {
         ssize_t w = write(fd, p, n);
         if (w < 0) {
-            if (errno == EINTR)
+            if (errno == EINTR) {
                 continue;
+            }
             return -errno;
         }
         p += w;
@@ -60,8 +61,9 @@ static int write_all(int fd, const uint8_t *p, size_t n)
 static bool batch_write(file_reporter_t *r)
 {
     char esc[SW__LOG_ESCAPED_SIZE];
-    if (r->broken)
+    if (r->broken) {
         return false;
+    }
     off_t before = 0;
     if (r->regular && (before = lseek(r->fd, 0, SEEK_END)) < 0) {
         sw__log(SW_LOG_WARN,
@@ -71,8 +73,9 @@ static bool batch_write(file_reporter_t *r)
         return false;
     }
     int rc = write_all(r->fd, r->buf.data, r->buf.len);
-    if (rc == 0)
+    if (rc == 0) {
         return true;
+    }
     if (r->regular && ftruncate(r->fd, before) != 0) {
         r->broken = true;
         sw__log(SW_LOG_ERROR,
@@ -92,8 +95,9 @@ static void file_report(sw__reporter_t *self, const sw__report_record_t *records
     r->buf.len = 0;
     size_t framed = 0;
     for (size_t i = 0; i < count; i++) {
-        if (sw__bytes_reserve(&r->buf, records[i].len + 10) != 0)
+        if (sw__bytes_reserve(&r->buf, records[i].len + 10) != 0) {
             break;
+        }
         r->buf.len += varint_put(r->buf.data + r->buf.len, records[i].len);
         memcpy(r->buf.data + r->buf.len, records[i].data, records[i].len);
         r->buf.len += records[i].len;
@@ -115,8 +119,9 @@ static int file_flush(sw__reporter_t *self)
 static void file_close(sw__reporter_t *self)
 {
     file_reporter_t *r = (file_reporter_t *)self;
-    if (r->fd >= 0)
+    if (r->fd >= 0) {
         close(r->fd);
+    }
     sw__bytes_free(&r->buf);
     free(r);
 }
@@ -125,8 +130,9 @@ int sw__file_reporter_create(const char *path, sw__report_counters_t *counters,
                              sw__reporter_t **out, char *errbuf, size_t errlen)
 {
     file_reporter_t *r = calloc(1, sizeof *r);
-    if (r == NULL)
+    if (r == NULL) {
         return SW_ENOMEM;
+    }
     int fd = sw__file_open("SW_REPORTER_FILE_PATH", path, O_WRONLY | O_CREAT | O_APPEND, 0644,
                            errbuf, errlen);
     if (fd < 0) {

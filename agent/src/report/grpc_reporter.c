@@ -45,8 +45,9 @@ static void grpc_report(sw__reporter_t *self, const sw__report_record_t *records
                       r->timeout_ms, NULL, &res);
     sw__grpc_conn_outcome(r->conn, res.status, res.details);
     if (res.status == GRPC_STATUS_OK) {
-        if (res.response != NULL)
+        if (res.response != NULL) {
             (void)sw__grpc_notices_commands(&r->notices, res.response, res.response_len, "collect");
+        }
     } else {
         (void)sw__grpc_notices_status(&r->notices, res.status, res.details, "collect",
                                       sw__grpc_conn_target(r->conn), r->token[0] != '\0');
@@ -85,16 +86,18 @@ int sw__grpc_reporter_create(const sw_config_t *cfg, sw__report_counters_t *coun
         return SW_ECONFIG;
     }
     grpc_reporter_t *r = calloc(1, sizeof *r);
-    if (r == NULL)
+    if (r == NULL) {
         return SW_ENOMEM;
+    }
     grpc_init(); /* reference counted; released by grpc_shutdown in reporter_free */
     sw__grpc_notices_init(&r->notices);
     r->timeout_ms = cfg->grpc_timeout_ms ? cfg->grpc_timeout_ms : 10000;
     memcpy(r->token, cfg->authentication, sizeof r->token);
     r->token[sizeof r->token - 1] = '\0';
     int rc = sw__grpc_conn_create(cfg, "segments", &r->conn, errbuf, errlen);
-    if (rc == 0)
+    if (rc == 0) {
         rc = sw__grpc_management_start(cfg, &r->notices, &r->management, errbuf, errlen);
+    }
     if (rc != 0) {
         reporter_free(r);
         return rc;

@@ -34,27 +34,31 @@ void sw__grpc_cancel_fire(sw__grpc_cancel_t *k)
 {
     pthread_mutex_lock(&k->lock);
     k->cancelled = true;
-    if (k->call != NULL)
+    if (k->call != NULL) {
         grpc_call_cancel(k->call, NULL); /* thread-safe before grpc_call_unref */
+    }
     pthread_mutex_unlock(&k->lock);
 }
 
 /* Publishes the call for sw__grpc_cancel_fire (or cancels it at once if close() came first). */
 static void cancel_attach(sw__grpc_cancel_t *k, grpc_call *call)
 {
-    if (k == NULL)
+    if (k == NULL) {
         return;
+    }
     pthread_mutex_lock(&k->lock);
     k->call = call;
-    if (k->cancelled)
+    if (k->cancelled) {
         grpc_call_cancel(call, NULL);
+    }
     pthread_mutex_unlock(&k->lock);
 }
 
 static void cancel_detach(sw__grpc_cancel_t *k)
 {
-    if (k == NULL)
+    if (k == NULL) {
         return;
+    }
     pthread_mutex_lock(&k->lock);
     k->call = NULL;
     pthread_mutex_unlock(&k->lock);
@@ -87,8 +91,9 @@ static size_t messages_send(grpc_completion_queue *queue, grpc_call *call,
         int ok = grpc_call_start_batch(call, &op, 1, TAG(tag_send), NULL) == GRPC_CALL_OK &&
                  batch_wait(queue, call, TAG(tag_send), guard);
         grpc_byte_buffer_destroy(bb);
-        if (!ok)
+        if (!ok) {
             break;
+        }
         sent++;
     }
     return sent;
@@ -98,8 +103,9 @@ static size_t messages_send(grpc_completion_queue *queue, grpc_call *call,
 static void response_take(grpc_byte_buffer *bb, sw__grpc_result_t *res)
 {
     grpc_byte_buffer_reader reader;
-    if (bb == NULL || !grpc_byte_buffer_reader_init(&reader, bb))
+    if (bb == NULL || !grpc_byte_buffer_reader_init(&reader, bb)) {
         return;
+    }
     grpc_slice all = grpc_byte_buffer_reader_readall(&reader);
     grpc_byte_buffer_reader_destroy(&reader);
     size_t len = GRPC_SLICE_LENGTH(all);
@@ -161,19 +167,22 @@ void sw__grpc_call_run(grpc_channel *channel, grpc_completion_queue *queue, cons
                          {.op = GRPC_OP_RECV_MESSAGE}};
     finish[1].data.recv_initial_metadata.recv_initial_metadata = &initial_md;
     finish[2].data.recv_message.recv_message = &response;
-    if (grpc_call_start_batch(call, finish, 3, TAG(tag_close), NULL) == GRPC_CALL_OK)
+    if (grpc_call_start_batch(call, finish, 3, TAG(tag_close), NULL) == GRPC_CALL_OK) {
         (void)batch_wait(queue, call, TAG(tag_close), guard);
-    else
+    } else {
         grpc_call_cancel(call, NULL); /* ends the call, so the status batch completes */
+    }
     (void)batch_wait(queue, call, TAG(tag_status), guard);
 
     res->status = status;
     snprintf(res->details, sizeof res->details, "%.*s", (int)GRPC_SLICE_LENGTH(details),
              (const char *)GRPC_SLICE_START_PTR(details));
-    if (status == GRPC_STATUS_OK)
+    if (status == GRPC_STATUS_OK) {
         response_take(response, res);
-    if (response != NULL)
+    }
+    if (response != NULL) {
         grpc_byte_buffer_destroy(response);
+    }
     grpc_slice_unref(details);
     grpc_metadata_array_destroy(&initial_md);
     grpc_metadata_array_destroy(&trailing_md);
@@ -200,7 +209,8 @@ const char *sw__grpc_status_name(grpc_status_code status)
                                         "UNAVAILABLE",
                                         "DATA_LOSS",
                                         "UNAUTHENTICATED"};
-    if ((int)status >= 0 && (size_t)status < sizeof names / sizeof names[0])
+    if ((int)status >= 0 && (size_t)status < sizeof names / sizeof names[0]) {
         return names[status];
+    }
     return "UNKNOWN_STATUS";
 }

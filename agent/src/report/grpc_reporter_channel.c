@@ -53,8 +53,9 @@ static uint32_t jitter(sw__grpc_conn_t *c, uint32_t ms)
    one) and splits it into c->addresses. */
 static int addresses_parse(sw__grpc_conn_t *c, const char *list, char *errbuf, size_t errlen)
 {
-    if (sw__address_list_check("SW_AGENT_COLLECTOR_BACKEND_SERVICES", list, errbuf, errlen) != 0)
+    if (sw__address_list_check("SW_AGENT_COLLECTOR_BACKEND_SERVICES", list, errbuf, errlen) != 0) {
         return SW_ECONFIG;
+    }
     const char *cursor = list;
     size_t len;
     for (const char *p; (p = sw__list_item_next(&cursor, &len)) != NULL;) {
@@ -65,8 +66,9 @@ static int addresses_parse(sw__grpc_conn_t *c, const char *list, char *errbuf, s
             return SW_ECONFIG;
         }
         char *a = strndup(p, len);
-        if (a == NULL)
+        if (a == NULL) {
             return SW_ENOMEM;
+        }
         c->addresses[c->address_count++] = a;
     }
     return 0;
@@ -82,8 +84,9 @@ static int credentials_create(sw__grpc_conn_t *c, const sw_config_t *cfg, char *
     char *roots = NULL;
     if (cfg->grpc_ssl_ca_file[0] != '\0') {
         int rc = sw__config_ca_read(cfg->grpc_ssl_ca_file, &roots, errbuf, errlen);
-        if (rc != 0)
+        if (rc != 0) {
             return rc;
+        }
     }
     /* NULL roots: gRPC's default roots (GRPC_DEFAULT_SSL_ROOTS_FILE_PATH or its bundle). */
     c->creds = grpc_ssl_credentials_create(roots, NULL, NULL, NULL);
@@ -99,18 +102,21 @@ int sw__grpc_conn_create(const sw_config_t *cfg, const char *role, sw__grpc_conn
                          char *errbuf, size_t errlen)
 {
     sw__grpc_conn_t *c = calloc(1, sizeof *c);
-    if (c == NULL)
+    if (c == NULL) {
         return SW_ENOMEM;
+    }
     c->role = role;
     c->backoff_ms = SW_GRPC_BACKOFF_INITIAL_MS;
     c->jitter_state = (now_ms() << 1 | 1) ^ (uint64_t)(uintptr_t)c;
     int rc = addresses_parse(c, cfg->backend_services, errbuf, errlen);
-    if (rc == 0)
+    if (rc == 0) {
         rc = credentials_create(c, cfg, errbuf, errlen);
+    }
     if (rc == 0) {
         c->queue = grpc_completion_queue_create_for_pluck(NULL);
-        if (c->queue == NULL)
+        if (c->queue == NULL) {
             rc = SW_ENOMEM;
+        }
     }
     if (rc != 0) {
         sw__grpc_conn_destroy(c);
@@ -143,12 +149,14 @@ static grpc_channel *channel_open(sw__grpc_conn_t *c)
 
 grpc_channel *sw__grpc_conn_acquire(sw__grpc_conn_t *c)
 {
-    if (c->retry_at_ms != 0 && now_ms() < c->retry_at_ms)
+    if (c->retry_at_ms != 0 && now_ms() < c->retry_at_ms) {
         return NULL;
+    }
     if (c->channel == NULL) {
         c->channel = channel_open(c);
-        if (c->channel == NULL)
+        if (c->channel == NULL) {
             return NULL;
+        }
     }
     if (grpc_channel_check_connectivity_state(c->channel, 1) == GRPC_CHANNEL_TRANSIENT_FAILURE) {
         sw__grpc_conn_outcome(c, GRPC_STATUS_UNAVAILABLE, "channel in TRANSIENT_FAILURE");
@@ -160,17 +168,19 @@ grpc_channel *sw__grpc_conn_acquire(sw__grpc_conn_t *c)
 void sw__grpc_conn_outcome(sw__grpc_conn_t *c, grpc_status_code status, const char *details)
 {
     if (status == GRPC_STATUS_OK) {
-        if (c->down)
+        if (c->down) {
             sw__log(SW_LOG_INFO, "gRPC %s: collector %s is reachable again", c->role,
                     c->addresses[c->current]);
+        }
         c->down = false;
         c->failures_in_row = 0;
         c->backoff_ms = SW_GRPC_BACKOFF_INITIAL_MS;
         c->retry_at_ms = 0;
         return;
     }
-    if (status != GRPC_STATUS_UNAVAILABLE && status != GRPC_STATUS_DEADLINE_EXCEEDED)
+    if (status != GRPC_STATUS_UNAVAILABLE && status != GRPC_STATUS_DEADLINE_EXCEEDED) {
         return;
+    }
     const char *failed = c->addresses[c->current];
     if (c->channel != NULL) {
         grpc_channel_destroy(c->channel);
@@ -210,10 +220,12 @@ grpc_completion_queue *sw__grpc_conn_queue(const sw__grpc_conn_t *c)
 
 void sw__grpc_conn_destroy(sw__grpc_conn_t *c)
 {
-    if (c == NULL)
+    if (c == NULL) {
         return;
-    if (c->channel != NULL)
+    }
+    if (c->channel != NULL) {
         grpc_channel_destroy(c->channel);
+    }
     if (c->queue != NULL) {
         /* Every batch of this connection was plucked: the queue is empty and shuts down now. */
         grpc_completion_queue_shutdown(c->queue);
@@ -222,9 +234,11 @@ void sw__grpc_conn_destroy(sw__grpc_conn_t *c)
         }
         grpc_completion_queue_destroy(c->queue);
     }
-    if (c->creds != NULL)
+    if (c->creds != NULL) {
         grpc_channel_credentials_release(c->creds);
-    for (size_t i = 0; i < c->address_count; i++)
+    }
+    for (size_t i = 0; i < c->address_count; i++) {
         free(c->addresses[i]);
+    }
     free(c);
 }

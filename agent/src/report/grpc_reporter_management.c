@@ -51,21 +51,23 @@ static bool management_call(sw__grpc_management_t *m, const char *method, const 
         sw__grpc_call_run(ch, sw__grpc_conn_queue(m->conn), method, &msg, 1, m->token,
                           m->timeout_ms, &m->cancel, &res);
         sw__grpc_conn_outcome(m->conn, res.status, res.details);
-        if (res.status == GRPC_STATUS_OK && res.response != NULL)
+        if (res.status == GRPC_STATUS_OK && res.response != NULL) {
             (void)sw__grpc_notices_commands(m->notices, res.response, res.response_len, origin);
-        else if (res.status != GRPC_STATUS_OK && res.status != GRPC_STATUS_CANCELLED)
+        } else if (res.status != GRPC_STATUS_OK && res.status != GRPC_STATUS_CANCELLED) {
             (void)sw__grpc_notices_status(m->notices, res.status, res.details, origin,
                                           sw__grpc_conn_target(m->conn), m->token[0] != '\0');
+        }
         free(res.response);
     }
     bool ok = res.status == GRPC_STATUS_OK;
     pthread_mutex_lock(&m->lock);
-    if (!ok)
+    if (!ok) {
         m->counters.calls_failed++;
-    else if (method[sizeof "/skywalking.v3.ManagementService/" - 1] == 'k')
+    } else if (method[sizeof "/skywalking.v3.ManagementService/" - 1] == 'k') {
         m->counters.pings_ok++;
-    else
+    } else {
         m->counters.properties_ok++;
+    }
     pthread_mutex_unlock(&m->lock);
     return ok;
 }
@@ -77,25 +79,29 @@ static void *management_main(void *arg)
     struct timespec next;
     clock_gettime(CLOCK_MONOTONIC, &next);
     for (uint64_t tick = 0;; tick++) {
-        if (!properties_accepted || tick % SW_GRPC_PROPERTIES_EVERY == 0)
+        if (!properties_accepted || tick % SW_GRPC_PROPERTIES_EVERY == 0) {
             properties_accepted = management_call(m, METHOD_PROPERTIES, m->properties,
                                                   m->properties_len, "reportInstanceProperties");
+        }
         (void)management_call(m, METHOD_PING, m->ping, m->ping_len, "keepAlive");
 
         next.tv_sec += m->period_s;
         pthread_mutex_lock(&m->lock);
         int rc = 0;
-        while (!m->stopping && rc != ETIMEDOUT)
+        while (!m->stopping && rc != ETIMEDOUT) {
             rc = pthread_cond_timedwait(&m->wake, &m->lock, &next);
+        }
         bool stop = m->stopping;
         pthread_mutex_unlock(&m->lock);
-        if (stop)
+        if (stop) {
             break;
+        }
         /* After a long stall (a slow call), do not fire a burst of catch-up heartbeats. */
         struct timespec now;
         clock_gettime(CLOCK_MONOTONIC, &now);
-        if (now.tv_sec > next.tv_sec + (time_t)m->period_s)
+        if (now.tv_sec > next.tv_sec + (time_t)m->period_s) {
             next = now;
+        }
     }
     return NULL;
 }
@@ -115,8 +121,9 @@ int sw__grpc_management_start(const sw_config_t *cfg, sw__grpc_notices_t *notice
                               sw__grpc_management_t **out, char *errbuf, size_t errlen)
 {
     sw__grpc_management_t *m = calloc(1, sizeof *m);
-    if (m == NULL)
+    if (m == NULL) {
         return SW_ENOMEM;
+    }
     m->notices = notices;
     m->period_s = cfg->heartbeat_period_s ? cfg->heartbeat_period_s : 30;
     m->timeout_ms = cfg->grpc_timeout_ms ? cfg->grpc_timeout_ms : 10000;
@@ -131,10 +138,12 @@ int sw__grpc_management_start(const sw_config_t *cfg, sw__grpc_notices_t *notice
     pthread_condattr_destroy(&attr);
 
     int rc = sw__instance_properties_pack(cfg, &m->properties, &m->properties_len);
-    if (rc == 0)
+    if (rc == 0) {
         rc = sw__instance_ping_pack(cfg, &m->ping, &m->ping_len);
-    if (rc == 0)
+    }
+    if (rc == 0) {
         rc = sw__grpc_conn_create(cfg, "management", &m->conn, errbuf, errlen);
+    }
     if (rc == 0 && pthread_create(&m->thread, NULL, management_main, m) != 0) {
         sw__errbuf_printf(errbuf, errlen, "cannot start the gRPC management thread");
         rc = SW_ETHREAD;
@@ -156,8 +165,9 @@ void sw__grpc_management_stats(sw__grpc_management_t *m, sw__grpc_management_sta
 
 void sw__grpc_management_stop(sw__grpc_management_t *m)
 {
-    if (m == NULL)
+    if (m == NULL) {
         return;
+    }
     pthread_mutex_lock(&m->lock);
     m->stopping = true;
     pthread_cond_signal(&m->wake);

@@ -38,21 +38,26 @@ typedef struct host_facts {
 static void ipv4_collect(host_facts_t *f)
 {
     struct ifaddrs *list = NULL;
-    if (getifaddrs(&list) != 0)
+    if (getifaddrs(&list) != 0) {
         return;
+    }
     for (int want_loopback = 0; want_loopback < 2 && f->ipv4_count == 0; want_loopback++) {
         for (struct ifaddrs *it = list; it != NULL; it = it->ifa_next) {
-            if (f->ipv4_count == SW_INSTANCE_IPV4_MAX)
+            if (f->ipv4_count == SW_INSTANCE_IPV4_MAX) {
                 break;
+            }
             if (it->ifa_addr == NULL || it->ifa_addr->sa_family != AF_INET ||
-                (it->ifa_flags & IFF_UP) == 0)
+                (it->ifa_flags & IFF_UP) == 0) {
                 continue;
+            }
             int loopback = (it->ifa_flags & IFF_LOOPBACK) != 0;
-            if (loopback != want_loopback)
+            if (loopback != want_loopback) {
                 continue;
+            }
             const struct sockaddr_in *sin = (const struct sockaddr_in *)(void *)it->ifa_addr;
-            if (inet_ntop(AF_INET, &sin->sin_addr, f->ipv4[f->ipv4_count], INET_ADDRSTRLEN))
+            if (inet_ntop(AF_INET, &sin->sin_addr, f->ipv4[f->ipv4_count], INET_ADDRSTRLEN)) {
                 f->ipv4_count++;
+            }
         }
     }
     freeifaddrs(list);
@@ -63,8 +68,9 @@ static void host_facts_read(host_facts_t *f)
     memset(f, 0, sizeof *f);
     struct utsname u;
     snprintf(f->os_name, sizeof f->os_name, "%s", uname(&u) == 0 ? u.sysname : "Linux");
-    if (gethostname(f->hostname, sizeof f->hostname - 1) != 0)
+    if (gethostname(f->hostname, sizeof f->hostname - 1) != 0) {
         snprintf(f->hostname, sizeof f->hostname, "localhost");
+    }
     f->hostname[sizeof f->hostname - 1] = '\0';
     snprintf(f->pid, sizeof f->pid, "%ld", (long)getpid());
     ipv4_collect(f);
@@ -75,8 +81,9 @@ static int message_pack(const ProtobufCMessage *msg, uint8_t **out, size_t *len)
 {
     size_t size = protobuf_c_message_get_packed_size(msg);
     uint8_t *buf = malloc(size ? size : 1);
-    if (buf == NULL)
+    if (buf == NULL) {
         return SW_ENOMEM;
+    }
     *len = protobuf_c_message_pack(msg, buf);
     *out = buf;
     return 0;
@@ -84,8 +91,9 @@ static int message_pack(const ProtobufCMessage *msg, uint8_t **out, size_t *len)
 
 int sw__instance_properties_pack(const sw_config_t *cfg, uint8_t **out, size_t *len)
 {
-    if (cfg == NULL || out == NULL || len == NULL)
+    if (cfg == NULL || out == NULL || len == NULL) {
         return SW_EINVAL;
+    }
     *out = NULL;
     *len = 0;
     host_facts_t f;
@@ -104,8 +112,9 @@ int sw__instance_properties_pack(const sw_config_t *cfg, uint8_t **out, size_t *
     } while (0)
     PROP("OS Name", f.os_name);
     PROP("hostname", f.hostname);
-    for (size_t i = 0; i < f.ipv4_count; i++)
+    for (size_t i = 0; i < f.ipv4_count; i++) {
         PROP("ipv4", f.ipv4[i]);
+    }
     PROP("Process No.", f.pid);
     PROP("language", "C");
     PROP("agent_version", SW_AGENT_VERSION);
@@ -123,8 +132,9 @@ int sw__instance_properties_pack(const sw_config_t *cfg, uint8_t **out, size_t *
 
 int sw__instance_ping_pack(const sw_config_t *cfg, uint8_t **out, size_t *len)
 {
-    if (cfg == NULL || out == NULL || len == NULL)
+    if (cfg == NULL || out == NULL || len == NULL) {
         return SW_EINVAL;
+    }
     *out = NULL;
     *len = 0;
     Skywalking__V3__InstancePingPkg msg;

@@ -112,15 +112,17 @@ static void kafka_report(sw__reporter_t *self, const sw__report_record_t *record
         }
         give_up = error_is_blocking(rc);
     }
-    if (failed != 0) /* release: partner of sw_stats' acquire load (see reporter.h). */
+    if (failed != 0) { /* release: partner of sw_stats' acquire load (see reporter.h). */
         atomic_fetch_add_explicit(&self->counters->failed, failed, memory_order_release);
+    }
 }
 
 static int kafka_flush(sw__reporter_t *self)
 {
     kafka_reporter_t *r = (kafka_reporter_t *)self;
-    if (kp_flush(r->producer, SW_KAFKA_FLUSH_TIMEOUT_MS) == 0)
+    if (kp_flush(r->producer, SW_KAFKA_FLUSH_TIMEOUT_MS) == 0) {
         return 0;
+    }
     r->flush_timed_out = true;
     return SW_EIO;
 }
@@ -133,8 +135,9 @@ static void management_send(kafka_reporter_t *r, bool properties)
         kp_send(r->producer, r->topic_management, -1, key, strlen(key),
                 properties ? r->properties : r->ping, properties ? r->properties_len : r->ping_len,
                 NULL, 0, 0, management_delivered, r);
-    if (rc != 0)
+    if (rc != 0) {
         atomic_fetch_add_explicit(&r->management_failed, 1, memory_order_relaxed);
+    }
 }
 
 static struct timespec deadline_after(uint32_t seconds)
@@ -157,11 +160,13 @@ static void *drain_watchdog(void *arg)
     deadline.tv_sec += SW_KAFKA_FLUSH_TIMEOUT_MS / 1000;
     pthread_mutex_lock(&r->lock);
     int rc = 0;
-    while (!r->closing && rc != ETIMEDOUT)
+    while (!r->closing && rc != ETIMEDOUT) {
         rc = pthread_cond_timedwait(&r->wake, &r->lock, &deadline);
+    }
     pthread_mutex_unlock(&r->lock);
-    if (rc == ETIMEDOUT)
+    if (rc == ETIMEDOUT) {
         kp_stop_accepting(r->producer);
+    }
     return NULL;
 }
 
@@ -179,14 +184,17 @@ static void *management_run(void *arg)
         /* Fixed delay after the previous sends, so a slow send never causes a burst. */
         struct timespec deadline = deadline_after(r->heartbeat_s);
         int rc = 0;
-        while (!r->closing && rc != ETIMEDOUT)
+        while (!r->closing && rc != ETIMEDOUT) {
             rc = pthread_cond_timedwait(&r->wake, &r->lock, &deadline);
-        if (r->closing)
+        }
+        if (r->closing) {
             break;
+        }
         pthread_mutex_unlock(&r->lock);
         management_send(r, false);
-        if (++pings % PROPERTIES_EVERY_N_PINGS == 0)
+        if (++pings % PROPERTIES_EVERY_N_PINGS == 0) {
             management_send(r, true);
+        }
         pthread_mutex_lock(&r->lock);
     }
     pthread_mutex_unlock(&r->lock);
@@ -206,8 +214,9 @@ static void kafka_shutdown_begin(sw__reporter_t *self)
 {
     kafka_reporter_t *r = (kafka_reporter_t *)self;
     r->watchdog_started = pthread_create(&r->watchdog, NULL, drain_watchdog, r) == 0;
-    if (!r->watchdog_started)
+    if (!r->watchdog_started) {
         kp_stop_accepting(r->producer); /* no watchdog: fail fast rather than stall */
+    }
 }
 
 static void kafka_close(sw__reporter_t *self)
@@ -224,8 +233,9 @@ static void kafka_close(sw__reporter_t *self)
         kp_stop_accepting(r->producer);
         pthread_join(r->management, NULL);
     }
-    if (r->watchdog_started)
+    if (r->watchdog_started) {
         pthread_join(r->watchdog, NULL);
+    }
     /* After a flush that timed out the brokers are not answering: fail what is left now.
        Either way every accepted record has had its callback when kp_close returns. */
     (void)kp_close(r->producer, r->flush_timed_out ? 0 : SW_KAFKA_FLUSH_TIMEOUT_MS);
@@ -241,18 +251,21 @@ static int producer_open(const sw_config_t *cfg, kp_producer_t **out, char *errb
         return SW_ECONFIG;
     }
     kp_conf_t *conf = kp_conf_new();
-    if (conf == NULL)
+    if (conf == NULL) {
         return SW_ENOMEM;
+    }
     char msg[512];
     int rc = 0;
     if (kp_conf_set(conf, "bootstrap.servers", cfg->kafka_bootstrap_servers, msg, sizeof msg)) {
         sw__errbuf_printf(errbuf, errlen, "SW_KAFKA_BOOTSTRAP_SERVERS: %s", msg);
         rc = SW_ECONFIG;
     }
-    if (rc == 0)
+    if (rc == 0) {
         (void)kp_conf_set(conf, "client.id", "skywalking-c", NULL, 0);
-    if (rc == 0)
+    }
+    if (rc == 0) {
         rc = sw__producer_config_apply(conf, cfg->kafka_producer_config, errbuf, errlen);
+    }
     if (rc == 0) {
         *out = kp_producer_new(conf, msg, sizeof msg);
         if (*out == NULL) {
@@ -269,18 +282,20 @@ static void topic_name(char *dst, size_t len, const char *ns, const char *overri
                        const char *fallback)
 {
     const char *topic = override[0] != '\0' ? override : fallback;
-    if (ns[0] != '\0')
+    if (ns[0] != '\0') {
         snprintf(dst, len, "%s-%s", ns, topic);
-    else
+    } else {
         snprintf(dst, len, "%s", topic);
+    }
 }
 
 int sw__kafka_reporter_create(const sw_config_t *cfg, sw__report_counters_t *counters,
                               sw__reporter_t **out, char *errbuf, size_t errlen)
 {
     kafka_reporter_t *r = calloc(1, sizeof *r);
-    if (r == NULL)
+    if (r == NULL) {
         return SW_ENOMEM;
+    }
     pthread_mutex_init(&r->lock, NULL);
     pthread_condattr_t attr;
     pthread_condattr_init(&attr);
@@ -295,10 +310,12 @@ int sw__kafka_reporter_create(const sw_config_t *cfg, sw__report_counters_t *cou
     snprintf(r->key_ping, sizeof r->key_ping, "%s", cfg->instance_name);
     r->heartbeat_s = cfg->heartbeat_period_s ? cfg->heartbeat_period_s : 30;
     int rc = sw__instance_properties_pack(cfg, &r->properties, &r->properties_len);
-    if (rc == 0)
+    if (rc == 0) {
         rc = sw__instance_ping_pack(cfg, &r->ping, &r->ping_len);
-    if (rc == 0)
+    }
+    if (rc == 0) {
         rc = producer_open(cfg, &r->producer, errbuf, errlen);
+    }
     if (rc != 0) {
         reporter_free(r);
         return rc;

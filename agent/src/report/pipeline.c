@@ -30,12 +30,15 @@ struct sw__pipeline {
 static int reporter_open(const sw_config_t *cfg, sw__report_counters_t *counters,
                          sw__reporter_t **out, char *errbuf, size_t errlen)
 {
-    if (strcmp(cfg->reporter, "file") == 0)
+    if (strcmp(cfg->reporter, "file") == 0) {
         return sw__file_reporter_create(cfg->file_path, counters, out, errbuf, errlen);
-    if (strcmp(cfg->reporter, "kafka") == 0)
+    }
+    if (strcmp(cfg->reporter, "kafka") == 0) {
         return sw__kafka_reporter_create(cfg, counters, out, errbuf, errlen);
-    if (strcmp(cfg->reporter, "grpc") == 0)
+    }
+    if (strcmp(cfg->reporter, "grpc") == 0) {
         return sw__grpc_reporter_create(cfg, counters, out, errbuf, errlen);
+    }
     sw__errbuf_printf(errbuf, errlen,
                       "SW_REPORTER=%s: this build has no %s reporter yet (use file)", cfg->reporter,
                       cfg->reporter);
@@ -44,14 +47,17 @@ static int reporter_open(const sw_config_t *cfg, sw__report_counters_t *counters
 
 static bool records_reserve(sw__pipeline_t *p, size_t n)
 {
-    if (p->records_cap >= n)
+    if (p->records_cap >= n) {
         return true;
+    }
     size_t cap = p->records_cap ? p->records_cap : 64;
-    while (cap < n)
+    while (cap < n) {
         cap *= 2;
+    }
     sw__report_record_t *grown = realloc(p->records, cap * sizeof *grown);
-    if (grown == NULL)
+    if (grown == NULL) {
         return false;
+    }
     p->records = grown;
     p->records_cap = cap;
     return true;
@@ -61,8 +67,9 @@ static bool records_reserve(sw__pipeline_t *p, size_t n)
 static bool segment_encode(sw__pipeline_t *p, const sw__segment_t *seg, sw__report_record_t *rec)
 {
     size_t start = p->out.len;
-    if (sw__encode_segment(&p->encoder, seg, p->service, p->instance, &p->out) != 0)
+    if (sw__encode_segment(&p->encoder, seg, p->service, p->instance, &p->out) != 0) {
         return false;
+    }
     size_t id_len = strlen(seg->segment_id);
     if (sw__bytes_reserve(&p->out, id_len + 1) != 0) {
         p->out.len = start;
@@ -88,26 +95,31 @@ static void pipeline_consume(void *ctx, void **items, size_t count)
     sw__segment_t *first = NULL, *last = NULL;
     for (size_t i = 0; i < count; i++) {
         sw__segment_t *seg = items[i];
-        if (room && segment_encode(p, seg, &p->records[n]))
+        if (room && segment_encode(p, seg, &p->records[n])) {
             n++;
-        else
+        } else {
             failed++;
+        }
         seg->next = first;
         first = seg;
-        if (last == NULL)
+        if (last == NULL) {
             last = seg;
+        }
     }
     /* The blocks go back before the report, so producers can reuse them while we write. */
-    if (first != NULL)
+    if (first != NULL) {
         sw__segment_pool_push_chain(p->pool, first, last);
+    }
     for (size_t i = 0; i < n; i++) {
         p->records[i].data = p->out.data + (uintptr_t)p->records[i].data;
         p->records[i].segment_id = (const char *)p->out.data + (uintptr_t)p->records[i].segment_id;
     }
-    if (failed != 0) /* release: see reporter.h */
+    if (failed != 0) { /* release: see reporter.h */
         atomic_fetch_add_explicit(&p->counters->failed, failed, memory_order_release);
-    if (n != 0)
+    }
+    if (n != 0) {
         p->reporter->report(p->reporter, p->records, n);
+    }
 }
 
 static void pipeline_on_exit(void *ctx)
@@ -121,8 +133,9 @@ int sw__pipeline_start(const sw_config_t *cfg, sw__segment_pool_t *pool,
                        size_t errlen)
 {
     sw__pipeline_t *p = calloc(1, sizeof *p);
-    if (p == NULL)
+    if (p == NULL) {
         return SW_ENOMEM;
+    }
     p->pool = pool;
     p->service = cfg->service_name;
     p->instance = cfg->instance_name;
@@ -162,15 +175,18 @@ dc_carrier_t *sw__pipeline_carrier(const sw__pipeline_t *p)
 
 void sw__pipeline_drain(sw__pipeline_t *p)
 {
-    if (p->reporter == NULL)
+    if (p->reporter == NULL) {
         return;
-    if (p->reporter->shutdown_begin != NULL)
+    }
+    if (p->reporter->shutdown_begin != NULL) {
         p->reporter->shutdown_begin(p->reporter);
+    }
     (void)dc_carrier_shutdown(p->carrier); /* drains through pipeline_consume, then on_exit */
     dc_stats_t st;
     dc_carrier_stats(p->carrier, &st);
-    if (st.pending != 0) /* cannot happen with a consumer; keep the accounting exact anyway */
+    if (st.pending != 0) { /* cannot happen with a consumer; keep the accounting exact anyway */
         atomic_fetch_add_explicit(&p->counters->failed, st.pending, memory_order_release);
+    }
     p->reporter->close(p->reporter);
     p->reporter = NULL;
 }

@@ -26,8 +26,9 @@ int kp__accumulator_init(kp__accumulator_t *acc, kp_buffer_pool_t *pool, int32_t
 void kp__accumulator_destroy(kp__accumulator_t *acc)
 {
     for (int i = 0; i < acc->n_topics; i++) {
-        for (int32_t k = 0; k < acc->topics[i]->n_partitions; k++)
+        for (int32_t k = 0; k < acc->topics[i]->n_partitions; k++) {
             free(acc->topics[i]->parts[k]);
+        }
         free(acc->topics[i]->parts);
         free(acc->topics[i]->name);
         free(acc->topics[i]);
@@ -53,15 +54,17 @@ static int topic_grow(kp__topic_acc_t *t, int32_t n)
 {
     if (n > t->cap_parts) {
         kp__partition_t **v = realloc(t->parts, (size_t)n * sizeof(*v));
-        if (!v)
+        if (!v) {
             return KP_ENOMEM;
+        }
         t->parts = v;
         t->cap_parts = n;
     }
     for (int32_t k = t->n_partitions; k < n; k++) {
         kp__partition_t *p = calloc(1, sizeof(*p));
-        if (!p)
+        if (!p) {
             return KP_ENOMEM;
+        }
         p->id = k;
         p->topic = t;
         t->parts[k] = p;
@@ -76,28 +79,33 @@ static kp__topic_acc_t *topic_get(kp__accumulator_t *acc, kp__topic_md_t *md, in
 {
     for (int i = 0; i < acc->n_topics; i++) {
         kp__topic_acc_t *t = acc->topics[i];
-        if (t->md != md)
+        if (t->md != md) {
             continue;
-        if (n > t->n_partitions)
+        }
+        if (n > t->n_partitions) {
             (void)topic_grow(t, n); /* on failure the known partitions still work */
+        }
         return t;
     }
     if (acc->n_topics == acc->cap_topics) {
         int cap = acc->cap_topics ? acc->cap_topics * 2 : 8;
         kp__topic_acc_t **v = realloc(acc->topics, (size_t)cap * sizeof(*v));
-        if (!v)
+        if (!v) {
             return NULL;
+        }
         acc->topics = v;
         acc->cap_topics = cap;
     }
     kp__topic_acc_t *t = calloc(1, sizeof(*t));
-    if (!t)
+    if (!t) {
         return NULL;
+    }
     t->name = strdup(md->name);
     t->md = md;
     if (!t->name || topic_grow(t, n) != 0) {
-        for (int32_t k = 0; k < t->n_partitions; k++)
+        for (int32_t k = 0; k < t->n_partitions; k++) {
             free(t->parts[k]);
+        }
         free(t->parts);
         free(t->name);
         free(t);
@@ -135,13 +143,16 @@ static bool may_grow(const kp__accumulator_t *acc, const kp__partition_t *p,
 static bool try_tail(kp__accumulator_t *acc, kp__partition_t *p, const struct record *r)
 {
     kp__batch_t *tail = p->tail;
-    if (!tail || tail->full)
+    if (!tail || tail->full) {
         return false;
+    }
     if (kp__batch_try_append(tail, r->timestamp, r->key, r->key_len, r->value, r->value_len,
-                             r->headers, r->n_headers, r->cb, r->opaque) == 0)
+                             r->headers, r->n_headers, r->cb, r->opaque) == 0) {
         return true;
-    if (!may_grow(acc, p, tail))
+    }
+    if (!may_grow(acc, p, tail)) {
         tail->full = true;
+    }
     return false;
 }
 
@@ -156,10 +167,11 @@ static void push_tail(kp__accumulator_t *acc, kp__partition_t *p, kp__batch_t *b
 {
     b->ordinal = p->next_ordinal++;
     b->next = NULL;
-    if (p->tail)
+    if (p->tail) {
         p->tail->next = b;
-    else
+    } else {
         p->head = b;
+    }
     p->tail = b;
     acc->n_batches++;
 }
@@ -179,8 +191,9 @@ int kp__accumulator_append(kp__accumulator_t *acc, kp__topic_md_t *md, int32_t n
         return KP_ENOMEM;
     }
     bool sticky = partition < 0 && !key;
-    if (partition < 0 && key)
-        partition = kp_murmur2_partition(key, key_len, t->n_partitions);
+    if (partition < 0 && key) {
+        partition = kp__murmur2_partition(key, key_len, t->n_partitions);
+    }
     if (partition >= t->n_partitions) {
         pthread_mutex_unlock(&acc->lock);
         return KP_EUNKNOWN_PARTITION;
@@ -208,13 +221,14 @@ int kp__accumulator_append(kp__accumulator_t *acc, kp__topic_md_t *md, int32_t n
     pthread_mutex_unlock(&acc->lock);
 
     /* Slow path: a new batch from the pool, without holding the lock while blocking. */
-    size_t bound = kp_record_batch_size_upper_bound(key_len, value_len, headers, n_headers);
+    size_t bound = kp__record_batch_size_upper_bound(key_len, value_len, headers, n_headers);
     int32_t size = kp__batch_block_size(acc->batch_size, bound);
     int64_t wait = deadline_ms - kp__now_ms();
     void *block = NULL;
-    int rc = kp_buffer_pool_allocate(acc->pool, size, wait > 0 ? wait : 0, &block);
-    if (rc != 0)
+    int rc = kp__buffer_pool_allocate(acc->pool, size, wait > 0 ? wait : 0, &block);
+    if (rc != 0) {
         return rc;
+    }
     pthread_mutex_lock(&acc->lock);
     if (acc->closing) {
         rc = KP_ECLOSED;
@@ -225,8 +239,9 @@ int kp__accumulator_append(kp__accumulator_t *acc, kp__topic_md_t *md, int32_t n
         block = NULL;
         rc = kp__batch_try_append(p->tail, timestamp, key, key_len, value, value_len, headers,
                                   n_headers, cb, opaque);
-        if (rc != 0)
+        if (rc != 0) {
             p->tail->full = true; /* not reached: a block that fits a new batch fits the record */
+        }
     } else {
         kp__batch_t *b = kp__batch_init(block, size, p, kp__now_ms(), timestamp);
         rc = kp__batch_try_append(b, timestamp, key, key_len, value, value_len, headers, n_headers,
@@ -238,8 +253,9 @@ int kp__accumulator_append(kp__accumulator_t *acc, kp__topic_md_t *md, int32_t n
         }
     }
     pthread_mutex_unlock(&acc->lock);
-    if (block)
-        kp_buffer_pool_deallocate(acc->pool, block, size);
+    if (block) {
+        kp__buffer_pool_deallocate(acc->pool, block, size);
+    }
     return rc;
 }
 
@@ -249,12 +265,14 @@ static int64_t head_ready_in(kp__accumulator_t *acc, kp__partition_t *p, int64_t
 {
     kp__batch_t *b = p->head;
     if (b->attempts > 0) {
-        if (p->in_flight > 0)
+        if (p->in_flight > 0) {
             return -1; /* a retry waits for its partition's in-flight batches */
+        }
         return b->retry_at_ms > now ? b->retry_at_ms - now : 0;
     }
-    if (b->full || b->next || acc->flushing > 0 || acc->closing)
+    if (b->full || b->next || acc->flushing > 0 || acc->closing) {
         return 0;
+    }
     int64_t due = b->created_ms + acc->linger_ms;
     return due > now ? due - now : 0;
 }
@@ -269,12 +287,14 @@ int64_t kp__accumulator_drain(kp__accumulator_t *acc, int64_t now,
         kp__topic_acc_t *t = acc->topics[i];
         for (int32_t k = 0; k < t->n_partitions; k++) {
             kp__partition_t *p = t->parts[k];
-            if (!p->head)
+            if (!p->head) {
                 continue;
+            }
             int64_t in = head_ready_in(acc, p, now);
             if (in != 0) {
-                if (in > 0 && in < next)
+                if (in > 0 && in < next) {
                     next = in;
+                }
                 continue;
             }
             int32_t leader = kp__metadata_leader(t->md, k);
@@ -283,11 +303,13 @@ int64_t kp__accumulator_drain(kp__accumulator_t *acc, int64_t now,
                 continue;
             }
             kp__batch_t *b = p->head;
-            if (!take(arg, p, b, leader))
+            if (!take(arg, p, b, leader)) {
                 continue;
+            }
             p->head = b->next;
-            if (!p->head)
+            if (!p->head) {
                 p->tail = NULL;
+            }
             b->next = NULL;
             b->full = true;
             acc->n_batches--;
@@ -302,12 +324,14 @@ void kp__accumulator_reenqueue(kp__accumulator_t *acc, kp__batch_t *b)
     pthread_mutex_lock(&acc->lock);
     kp__partition_t *p = b->part;
     kp__batch_t **link = &p->head;
-    while (*link && (*link)->attempts > 0 && (*link)->ordinal < b->ordinal)
+    while (*link && (*link)->attempts > 0 && (*link)->ordinal < b->ordinal) {
         link = &(*link)->next;
+    }
     b->next = *link;
     *link = b;
-    if (!b->next)
+    if (!b->next) {
         p->tail = b;
+    }
     acc->n_batches++;
     pthread_mutex_unlock(&acc->lock);
 }
@@ -327,8 +351,9 @@ void kp__accumulator_expire(kp__accumulator_t *acc, bool (*expired)(void *, kp__
             while (p->head && expired(arg, p->head)) {
                 kp__batch_t *b = p->head;
                 p->head = b->next;
-                if (!p->head)
+                if (!p->head) {
                     p->tail = NULL;
+                }
                 acc->n_batches--;
                 b->next = out;
                 out = b;

@@ -37,13 +37,15 @@ struct kp_buffer_pool {
     bool closed;
 };
 
-kp_buffer_pool_t *kp_buffer_pool_new(int64_t total_memory, int32_t poolable)
+kp_buffer_pool_t *kp__buffer_pool_new(int64_t total_memory, int32_t poolable)
 {
-    if (poolable < 1 || total_memory < poolable)
+    if (poolable < 1 || total_memory < poolable) {
         return NULL;
+    }
     kp_buffer_pool_t *pool = calloc(1, sizeof(*pool));
-    if (!pool)
+    if (!pool) {
         return NULL;
+    }
     pool->free_cap = (uint32_t)(total_memory / poolable) + 1;
     pool->free_ring = calloc(pool->free_cap, sizeof(void *));
     if (!pool->free_ring) {
@@ -77,12 +79,14 @@ static void free_add_last(kp_buffer_pool_t *pool, void *b)
     pool->free_count++;
 }
 
-void kp_buffer_pool_destroy(kp_buffer_pool_t *pool)
+void kp__buffer_pool_destroy(kp_buffer_pool_t *pool)
 {
-    if (!pool)
+    if (!pool) {
         return;
-    while (pool->free_count > 0)
+    }
+    while (pool->free_count > 0) {
         free(free_poll_first(pool));
+    }
     free(pool->free_ring);
     pthread_mutex_destroy(&pool->lock);
     free(pool);
@@ -100,14 +104,16 @@ static void free_up(kp_buffer_pool_t *pool, int64_t size)
 
 static void waiter_unlink(kp_buffer_pool_t *pool, struct waiter *w)
 {
-    if (w->prev)
+    if (w->prev) {
         w->prev->next = w->next;
-    else
+    } else {
         pool->head = w->next;
-    if (w->next)
+    }
+    if (w->next) {
         w->next->prev = w->prev;
-    else
+    } else {
         pool->tail = w->prev;
+    }
     pool->waiter_count--;
 }
 
@@ -124,10 +130,11 @@ static int allocate_wait(kp_buffer_pool_t *pool, int32_t size, int64_t max_block
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
     pthread_cond_init(&w.more_memory, &attr);
     pthread_condattr_destroy(&attr);
-    if (pool->tail)
+    if (pool->tail) {
         pool->tail->next = &w;
-    else
+    } else {
         pool->head = &w;
+    }
     pool->tail = &w;
     pool->waiter_count++;
 
@@ -146,8 +153,9 @@ static int allocate_wait(kp_buffer_pool_t *pool, int32_t size, int64_t max_block
         } else {
             free_up(pool, size - accumulated);
             int64_t got = size - accumulated;
-            if (got > pool->non_pooled)
+            if (got > pool->non_pooled) {
                 got = pool->non_pooled;
+            }
             pool->non_pooled -= got;
             accumulated += got;
         }
@@ -156,19 +164,22 @@ static int allocate_wait(kp_buffer_pool_t *pool, int32_t size, int64_t max_block
             break;
         }
     }
-    if (rc != 0)
+    if (rc != 0) {
         pool->non_pooled += accumulated; /* give back what was collected */
+    }
     waiter_unlink(pool, &w);
     pthread_cond_destroy(&w.more_memory);
     return rc;
 }
 
-int kp_buffer_pool_allocate(kp_buffer_pool_t *pool, int32_t size, int64_t max_block_ms, void **out)
+int kp__buffer_pool_allocate(kp_buffer_pool_t *pool, int32_t size, int64_t max_block_ms, void **out)
 {
-    if (size <= 0)
+    if (size <= 0) {
         return KP_EINVAL;
-    if (size > pool->total)
+    }
+    if (size > pool->total) {
         return KP_EMSG_SIZE_TOO_LARGE;
+    }
     *out = NULL;
     int rc = 0;
     pthread_mutex_lock(&pool->lock);
@@ -186,24 +197,27 @@ int kp_buffer_pool_allocate(kp_buffer_pool_t *pool, int32_t size, int64_t max_bl
         rc = allocate_wait(pool, size, max_block_ms, out);
     }
     /* Pass the turn on when memory is left over for the next waiter. */
-    if ((pool->non_pooled > 0 || pool->free_count > 0) && pool->head)
+    if ((pool->non_pooled > 0 || pool->free_count > 0) && pool->head) {
         pthread_cond_signal(&pool->head->more_memory);
+    }
     pthread_mutex_unlock(&pool->lock);
-    if (rc != 0 || *out)
+    if (rc != 0 || *out) {
         return rc;
+    }
     *out = malloc((size_t)size);
     if (!*out) {
         pthread_mutex_lock(&pool->lock);
         pool->non_pooled += size;
-        if (pool->head)
+        if (pool->head) {
             pthread_cond_signal(&pool->head->more_memory);
+        }
         pthread_mutex_unlock(&pool->lock);
         return KP_ENOMEM;
     }
     return 0;
 }
 
-void kp_buffer_pool_deallocate(kp_buffer_pool_t *pool, void *buf, int32_t size)
+void kp__buffer_pool_deallocate(kp_buffer_pool_t *pool, void *buf, int32_t size)
 {
     pthread_mutex_lock(&pool->lock);
     if (size == pool->poolable) {
@@ -212,22 +226,24 @@ void kp_buffer_pool_deallocate(kp_buffer_pool_t *pool, void *buf, int32_t size)
     } else {
         pool->non_pooled += size;
     }
-    if (pool->head)
+    if (pool->head) {
         pthread_cond_signal(&pool->head->more_memory);
+    }
     pthread_mutex_unlock(&pool->lock);
     free(buf); /* a non-pooled block goes back to malloc, outside the lock */
 }
 
-void kp_buffer_pool_close(kp_buffer_pool_t *pool)
+void kp__buffer_pool_close(kp_buffer_pool_t *pool)
 {
     pthread_mutex_lock(&pool->lock);
     pool->closed = true;
-    for (struct waiter *w = pool->head; w; w = w->next)
+    for (struct waiter *w = pool->head; w; w = w->next) {
         pthread_cond_signal(&w->more_memory);
+    }
     pthread_mutex_unlock(&pool->lock);
 }
 
-int64_t kp_buffer_pool_available(kp_buffer_pool_t *pool)
+int64_t kp__buffer_pool_available(kp_buffer_pool_t *pool)
 {
     pthread_mutex_lock(&pool->lock);
     int64_t v = pool->non_pooled + (int64_t)pool->free_count * pool->poolable;
@@ -235,7 +251,7 @@ int64_t kp_buffer_pool_available(kp_buffer_pool_t *pool)
     return v;
 }
 
-int64_t kp_buffer_pool_unallocated(kp_buffer_pool_t *pool)
+int64_t kp__buffer_pool_unallocated(kp_buffer_pool_t *pool)
 {
     pthread_mutex_lock(&pool->lock);
     int64_t v = pool->non_pooled;
@@ -243,7 +259,7 @@ int64_t kp_buffer_pool_unallocated(kp_buffer_pool_t *pool)
     return v;
 }
 
-uint32_t kp_buffer_pool_waiters(kp_buffer_pool_t *pool)
+uint32_t kp__buffer_pool_waiters(kp_buffer_pool_t *pool)
 {
     pthread_mutex_lock(&pool->lock);
     uint32_t v = pool->waiter_count;
@@ -251,7 +267,7 @@ uint32_t kp_buffer_pool_waiters(kp_buffer_pool_t *pool)
     return v;
 }
 
-uint32_t kp_buffer_pool_free_blocks(kp_buffer_pool_t *pool)
+uint32_t kp__buffer_pool_free_blocks(kp_buffer_pool_t *pool)
 {
     pthread_mutex_lock(&pool->lock);
     uint32_t v = pool->free_count;
@@ -259,7 +275,7 @@ uint32_t kp_buffer_pool_free_blocks(kp_buffer_pool_t *pool)
     return v;
 }
 
-int32_t kp_buffer_pool_poolable(const kp_buffer_pool_t *pool)
+int32_t kp__buffer_pool_poolable(const kp_buffer_pool_t *pool)
 {
     return pool->poolable;
 }

@@ -20,11 +20,11 @@ typedef struct kp_buffer_pool kp_buffer_pool_t;
 
 /* Creates a pool of total_memory bytes with poolable-sized blocks. Returns NULL when out of
  * memory or when poolable < 1 or poolable > total_memory. */
-kp_buffer_pool_t *kp_buffer_pool_new(int64_t total_memory, int32_t poolable);
+kp_buffer_pool_t *kp__buffer_pool_new(int64_t total_memory, int32_t poolable);
 
 /* Frees the pool and every block on its free list. Blocks still allocated must have been
  * returned; no thread may be waiting. */
-void kp_buffer_pool_destroy(kp_buffer_pool_t *pool);
+void kp__buffer_pool_destroy(kp_buffer_pool_t *pool);
 
 /*
  * Allocates `size` bytes into *out. Returns 0; KP_EMSG_SIZE_TOO_LARGE at once when size
@@ -32,25 +32,26 @@ void kp_buffer_pool_destroy(kp_buffer_pool_t *pool);
  * enough memory being returned (nothing is then held); KP_ECLOSED when the pool was closed
  * while waiting; KP_ENOMEM when malloc failed. Blocks up to max_block_ms.
  */
-int kp_buffer_pool_allocate(kp_buffer_pool_t *pool, int32_t size, int64_t max_block_ms, void **out);
+int kp__buffer_pool_allocate(kp_buffer_pool_t *pool, int32_t size, int64_t max_block_ms,
+                             void **out);
 
 /* Returns a block of `size` bytes obtained from allocate(). The pointer is invalid
  * afterwards. Wakes the first waiter. Never blocks except on the pool mutex. */
-void kp_buffer_pool_deallocate(kp_buffer_pool_t *pool, void *buf, int32_t size);
+void kp__buffer_pool_deallocate(kp_buffer_pool_t *pool, void *buf, int32_t size);
 
 /* Wakes every waiter, which then fails with KP_ECLOSED; later allocations that would have
  * to wait fail at once with KP_ECLOSED. */
-void kp_buffer_pool_close(kp_buffer_pool_t *pool);
+void kp__buffer_pool_close(kp_buffer_pool_t *pool);
 
 /* Free-list bytes plus unallocated bytes. */
-int64_t kp_buffer_pool_available(kp_buffer_pool_t *pool);
+int64_t kp__buffer_pool_available(kp_buffer_pool_t *pool);
 /* Unallocated (non-pooled) bytes only. */
-int64_t kp_buffer_pool_unallocated(kp_buffer_pool_t *pool);
+int64_t kp__buffer_pool_unallocated(kp_buffer_pool_t *pool);
 /* Number of threads waiting for memory. */
-uint32_t kp_buffer_pool_waiters(kp_buffer_pool_t *pool);
+uint32_t kp__buffer_pool_waiters(kp_buffer_pool_t *pool);
 /* Number of blocks on the free list. */
-uint32_t kp_buffer_pool_free_blocks(kp_buffer_pool_t *pool);
+uint32_t kp__buffer_pool_free_blocks(kp_buffer_pool_t *pool);
 /* The poolable block size. */
-int32_t kp_buffer_pool_poolable(const kp_buffer_pool_t *pool);
+int32_t kp__buffer_pool_poolable(const kp_buffer_pool_t *pool);
 
 #endif /* KP_CORE_BUFFER_POOL_H */

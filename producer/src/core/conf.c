@@ -93,8 +93,9 @@ void kp__conf_defaults(struct kp_conf *conf)
 kp_conf_t *kp_conf_new(void)
 {
     struct kp_conf *conf = malloc(sizeof(*conf));
-    if (conf)
+    if (conf) {
         kp__conf_defaults(conf);
+    }
     return conf;
 }
 
@@ -109,8 +110,9 @@ static bool parse_int(const char *value, int64_t *out)
     char *end = NULL;
     errno = 0;
     long long v = strtoll(value, &end, 10);
-    if (end == value || *end != '\0' || errno == ERANGE)
+    if (end == value || *end != '\0' || errno == ERANGE) {
         return false;
+    }
     *out = v;
     return true;
 }
@@ -119,11 +121,13 @@ static int set_number(struct kp_conf *conf, const struct property *prop, const c
                       char *errbuf, size_t errlen)
 {
     int64_t v;
-    if (!parse_int(value, &v))
+    if (!parse_int(value, &v)) {
         return fail(errbuf, errlen, "%s: '%s' is not an integer", prop->name, value);
-    if (v < prop->min || v > prop->max)
+    }
+    if (v < prop->min || v > prop->max) {
         return fail(errbuf, errlen, "%s: %s is out of range [%lld, %lld]", prop->name, value,
                     (long long)prop->min, (long long)prop->max);
+    }
     char *field = (char *)conf + prop->offset;
     if (prop->kind == KIND_INT32) {
         int32_t v32 = (int32_t)v;
@@ -138,46 +142,50 @@ static int set_enum(struct kp_conf *conf, const struct property *prop, const cha
                     char *errbuf, size_t errlen)
 {
     if (prop->kind == KIND_BOOL) {
-        if (strcmp(value, "true") == 0)
+        if (strcmp(value, "true") == 0) {
             conf->idempotence = true;
-        else if (strcmp(value, "false") == 0)
+        } else if (strcmp(value, "false") == 0) {
             conf->idempotence = false;
-        else
+        } else {
             return fail(errbuf, errlen, "%s: '%s' is not true or false", prop->name, value);
+        }
         conf->set_idempotence = true;
     } else if (prop->kind == KIND_ACKS) {
-        if (strcmp(value, "all") == 0 || strcmp(value, "-1") == 0)
+        if (strcmp(value, "all") == 0 || strcmp(value, "-1") == 0) {
             conf->acks = -1;
-        else if (strcmp(value, "0") == 0)
+        } else if (strcmp(value, "0") == 0) {
             conf->acks = 0;
-        else if (strcmp(value, "1") == 0)
+        } else if (strcmp(value, "1") == 0) {
             conf->acks = 1;
-        else
+        } else {
             return fail(errbuf, errlen, "acks: '%s' is not one of all, -1, 0, 1", value);
+        }
         conf->set_acks = true;
     } else {
-        if (strcmp(value, "none") == 0)
+        if (strcmp(value, "none") == 0) {
             conf->compression = KP__COMPRESSION_NONE;
-        else if (strcmp(value, "gzip") == 0)
+        } else if (strcmp(value, "gzip") == 0) {
             conf->compression = KP__COMPRESSION_GZIP;
-        else if (strcmp(value, "lz4") == 0)
+        } else if (strcmp(value, "lz4") == 0) {
             conf->compression = KP__COMPRESSION_LZ4;
-        else if (strcmp(value, "zstd") == 0)
+        } else if (strcmp(value, "zstd") == 0) {
             conf->compression = KP__COMPRESSION_ZSTD;
-        else
+        } else {
             return fail(errbuf, errlen, "compression.type: '%s' is not none, gzip, lz4 or zstd",
                         value);
+        }
     }
     return 0;
 }
 
 int kp_conf_set(kp_conf_t *conf, const char *name, const char *value, char *errbuf, size_t errlen)
 {
-    if (!conf || !name || !value)
+    if (!conf || !name || !value) {
         return fail(errbuf, errlen, "kp_conf_set: NULL %s",
                     !conf   ? "conf"
                     : !name ? "name"
                             : "value");
+    }
     const struct property *prop = NULL;
     for (size_t i = 0; i < sizeof(properties) / sizeof(properties[0]); i++) {
         if (strcmp(properties[i].name, name) == 0) {
@@ -185,19 +193,22 @@ int kp_conf_set(kp_conf_t *conf, const char *name, const char *value, char *errb
             break;
         }
     }
-    if (!prop)
+    if (!prop) {
         return fail(errbuf, errlen, "unknown property '%s'", name);
+    }
     switch (prop->kind) {
     case KIND_STRING:
-        if (strlen(value) >= prop->size)
+        if (strlen(value) >= prop->size) {
             return fail(errbuf, errlen, "%s: value longer than %zu bytes", name, prop->size - 1);
+        }
         memcpy((char *)conf + prop->offset, value, strlen(value) + 1);
         return 0;
     case KIND_INT32:
     case KIND_INT64: {
         int rc = set_number(conf, prop, value, errbuf, errlen);
-        if (rc == 0 && strcmp(name, "delivery.timeout.ms") == 0)
+        if (rc == 0 && strcmp(name, "delivery.timeout.ms") == 0) {
             conf->set_delivery_timeout = true;
+        }
         return rc;
     }
     default:
@@ -207,39 +218,48 @@ int kp_conf_set(kp_conf_t *conf, const char *name, const char *value, char *errb
 
 bool kp__conf_idempotent(const struct kp_conf *conf)
 {
-    if (conf->set_idempotence)
+    if (conf->set_idempotence) {
         return conf->idempotence;
+    }
     return conf->idempotence && conf->acks == -1 && conf->max_in_flight <= 5 && conf->retries > 0;
 }
 
 int kp_conf_validate(const kp_conf_t *conf, char *errbuf, size_t errlen)
 {
-    if (!conf)
+    if (!conf) {
         return fail(errbuf, errlen, "kp_conf_validate: NULL conf");
-    if (conf->bootstrap_servers[0] == '\0')
+    }
+    if (conf->bootstrap_servers[0] == '\0') {
         return fail(errbuf, errlen, "bootstrap.servers: must name at least one host:port");
+    }
     if (conf->set_idempotence && conf->idempotence) {
-        if (conf->acks != -1)
+        if (conf->acks != -1) {
             return fail(errbuf, errlen, "enable.idempotence=true requires acks=all (acks=%d)",
                         conf->acks);
-        if (conf->max_in_flight > 5)
+        }
+        if (conf->max_in_flight > 5) {
             return fail(errbuf, errlen,
                         "enable.idempotence=true requires "
                         "max.in.flight.requests.per.connection <= 5 (it is %d)",
                         conf->max_in_flight);
-        if (conf->retries == 0)
+        }
+        if (conf->retries == 0) {
             return fail(errbuf, errlen, "enable.idempotence=true requires retries > 0");
+        }
     }
-    if (conf->reconnect_backoff_max_ms < conf->reconnect_backoff_ms)
+    if (conf->reconnect_backoff_max_ms < conf->reconnect_backoff_ms) {
         return fail(errbuf, errlen, "reconnect.backoff.max.ms < reconnect.backoff.ms");
-    if (conf->retry_backoff_max_ms < conf->retry_backoff_ms)
+    }
+    if (conf->retry_backoff_max_ms < conf->retry_backoff_ms) {
         return fail(errbuf, errlen, "retry.backoff.max.ms < retry.backoff.ms");
+    }
     if ((int64_t)conf->delivery_timeout_ms < (int64_t)conf->linger_ms + conf->request_timeout_ms) {
-        if (conf->set_delivery_timeout)
+        if (conf->set_delivery_timeout) {
             return fail(errbuf, errlen,
                         "delivery.timeout.ms (%d) must be >= linger.ms + request.timeout.ms (%lld)",
                         conf->delivery_timeout_ms,
                         (long long)conf->linger_ms + conf->request_timeout_ms);
+        }
     }
     return 0;
 }

@@ -23,21 +23,25 @@
 static int64_t backoff_for(kp__conn_t *c, int64_t backoff_ms, int64_t backoff_max_ms)
 {
     int64_t b = backoff_ms;
-    for (int i = 1; i < c->failures && b < backoff_max_ms; i++)
+    for (int i = 1; i < c->failures && b < backoff_max_ms; i++) {
         b *= 2;
-    if (b > backoff_max_ms)
+    }
+    if (b > backoff_max_ms) {
         b = backoff_max_ms;
+    }
     unsigned seed = (unsigned)(c->node_id * 7919 + c->failures * 104729 + (int)c->last_activity_ms);
     int64_t jitter = b / 5;
-    if (jitter > 0)
+    if (jitter > 0) {
         b += (int64_t)(rand_r(&seed) % (2 * jitter + 1)) - jitter;
+    }
     return b;
 }
 
 void kp__conn_close(kp__conn_t *c, int64_t now, int64_t backoff_ms, int64_t backoff_max_ms)
 {
-    if (c->fd >= 0)
+    if (c->fd >= 0) {
         close(c->fd);
+    }
     c->fd = -1;
     c->want_write = false;
     c->state = KP__CONN_DISCONNECTED;
@@ -63,8 +67,9 @@ int kp__conn_connect(kp__conn_t *c, int64_t now, int64_t backoff_ms, int64_t bac
     int rc = -ECONNREFUSED;
     for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
         int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-        if (fd < 0)
+        if (fd < 0) {
             continue;
+        }
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
         if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0 || errno == EINPROGRESS) {
@@ -77,8 +82,9 @@ int kp__conn_connect(kp__conn_t *c, int64_t now, int64_t backoff_ms, int64_t bac
         close(fd);
     }
     freeaddrinfo(res);
-    if (rc != 0)
+    if (rc != 0) {
         kp__conn_close(c, now, backoff_ms, backoff_max_ms);
+    }
     return rc;
 }
 
@@ -86,8 +92,9 @@ int kp__conn_finish_connect(kp__conn_t *c)
 {
     int err = 0;
     socklen_t len = sizeof(err);
-    if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
+    if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) {
         return -errno;
+    }
     return err ? -err : 0;
 }
 
@@ -104,16 +111,19 @@ long kp__conn_write(kp__conn_t *c, void (*on_written)(kp__conn_t *, kp__request_
         kp__request_t *r = c->in_flight.unsent;
         ssize_t n = send(c->fd, r->buf + r->off, r->len - r->off, MSG_NOSIGNAL);
         if (n < 0) {
-            if (errno == EAGAIN || errno == EWOULDBLOCK)
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
                 return total;
-            if (errno == EINTR)
+            }
+            if (errno == EINTR) {
                 continue;
+            }
             return -1;
         }
         total += n;
         r->off += (size_t)n;
-        if (r->off < r->len)
+        if (r->off < r->len) {
             return total;
+        }
         free(r->buf);
         r->buf = NULL;
         c->in_flight.unsent = r->next;
@@ -127,12 +137,15 @@ static ssize_t read_some(int fd, void *dst, size_t n)
 {
     for (;;) {
         ssize_t got = recv(fd, dst, n, 0);
-        if (got > 0)
+        if (got > 0) {
             return got;
-        if (got == 0)
+        }
+        if (got == 0) {
             return -1;
-        if (errno == EINTR)
+        }
+        if (errno == EINTR) {
             continue;
+        }
         return (errno == EAGAIN || errno == EWOULDBLOCK) ? 0 : -1;
     }
 }
@@ -144,30 +157,36 @@ long kp__conn_read(kp__conn_t *c, int (*on_frame)(kp__conn_t *, uint8_t *, size_
     for (;;) {
         if (c->size_got < 4) {
             ssize_t n = read_some(c->fd, c->size_buf + c->size_got, 4 - c->size_got);
-            if (n <= 0)
+            if (n <= 0) {
                 return n < 0 ? -1 : total;
+            }
             total += n;
             c->size_got += (size_t)n;
-            if (c->size_got < 4)
+            if (c->size_got < 4) {
                 continue;
+            }
             uint32_t size = (uint32_t)c->size_buf[0] << 24 | (uint32_t)c->size_buf[1] << 16 |
                             (uint32_t)c->size_buf[2] << 8 | c->size_buf[3];
-            if (size > MAX_FRAME)
+            if (size > MAX_FRAME) {
                 return -1;
+            }
             c->frame_len = size;
             c->frame_got = 0;
             c->frame = malloc(size ? size : 1);
-            if (!c->frame)
+            if (!c->frame) {
                 return -1;
+            }
         }
         if (c->frame_got < c->frame_len) {
             ssize_t n = read_some(c->fd, c->frame + c->frame_got, c->frame_len - c->frame_got);
-            if (n <= 0)
+            if (n <= 0) {
                 return n < 0 ? -1 : total;
+            }
             total += n;
             c->frame_got += (size_t)n;
-            if (c->frame_got < c->frame_len)
+            if (c->frame_got < c->frame_len) {
                 continue;
+            }
         }
         uint8_t *frame = c->frame;
         size_t len = c->frame_len;
@@ -175,21 +194,25 @@ long kp__conn_read(kp__conn_t *c, int (*on_frame)(kp__conn_t *, uint8_t *, size_
         c->size_got = 0;
         int rc = on_frame(c, frame, len, arg);
         free(frame);
-        if (rc != 0)
+        if (rc != 0) {
             return -1;
-        if (c->fd < 0)
+        }
+        if (c->fd < 0) {
             return total; /* on_frame closed the connection */
+        }
     }
 }
 
 kp__request_t *kp__conn_response_request(kp__conn_t *c, kp_reader_t *rd)
 {
     kp__request_t *r = c->in_flight.head;
-    if (!r || r == c->in_flight.unsent)
+    if (!r || r == c->in_flight.unsent) {
         return NULL; /* a response to nothing */
+    }
     int32_t corr = -1;
-    if (kp_response_header_read(rd, r->api_key, r->version, &corr) != 0 ||
-        corr != r->correlation_id)
+    if (kp__response_header_read(rd, r->api_key, r->version, &corr) != 0 ||
+        corr != r->correlation_id) {
         return NULL;
+    }
     return r;
 }

@@ -8,21 +8,24 @@
 void kp__in_flight_push(kp__in_flight_t *q, kp__request_t *r)
 {
     r->next = NULL;
-    if (q->tail)
+    if (q->tail) {
         q->tail->next = r;
-    else
+    } else {
         q->head = r;
+    }
     q->tail = r;
-    if (!q->unsent)
+    if (!q->unsent) {
         q->unsent = r;
+    }
     q->count++;
 }
 
 kp__request_t *kp__in_flight_pop(kp__in_flight_t *q)
 {
     kp__request_t *r = q->head;
-    if (!r)
+    if (!r) {
         return NULL;
+    }
     kp__in_flight_remove(q, r);
     return r;
 }
@@ -30,24 +33,29 @@ kp__request_t *kp__in_flight_pop(kp__in_flight_t *q)
 void kp__in_flight_remove(kp__in_flight_t *q, kp__request_t *r)
 {
     kp__request_t *prev = NULL;
-    for (kp__request_t *it = q->head; it && it != r; it = it->next)
+    for (kp__request_t *it = q->head; it && it != r; it = it->next) {
         prev = it;
-    if (prev)
+    }
+    if (prev) {
         prev->next = r->next;
-    else
+    } else {
         q->head = r->next;
-    if (q->tail == r)
+    }
+    if (q->tail == r) {
         q->tail = prev;
-    if (q->unsent == r)
+    }
+    if (q->unsent == r) {
         q->unsent = r->next;
+    }
     r->next = NULL;
     q->count--;
 }
 
 void kp__request_free(kp__request_t *r)
 {
-    if (!r)
+    if (!r) {
         return;
+    }
     free(r->buf);
     free(r->batches);
     free(r);

@@ -53,9 +53,11 @@ int kp__metadata_request_update(kp__metadata_t *md)
 /* Caller holds lock. */
 static kp__topic_md_t *topic_find(kp__metadata_t *md, const char *name)
 {
-    for (int i = 0; i < md->n_topics; i++)
-        if (strcmp(md->topics[i]->name, name) == 0)
+    for (int i = 0; i < md->n_topics; i++) {
+        if (strcmp(md->topics[i]->name, name) == 0) {
             return md->topics[i];
+        }
+    }
     return NULL;
 }
 
@@ -65,8 +67,9 @@ static kp__topic_md_t *topic_add(kp__metadata_t *md, const char *name)
     if (md->n_topics == md->cap_topics) {
         int cap = md->cap_topics ? md->cap_topics * 2 : 8;
         kp__topic_md_t **t = realloc(md->topics, (size_t)cap * sizeof(*t));
-        if (!t)
+        if (!t) {
             return NULL;
+        }
         md->topics = t;
         md->cap_topics = cap;
     }
@@ -103,8 +106,9 @@ int kp__metadata_wait_topic(kp__metadata_t *md, const char *topic, int64_t deadl
         pthread_mutex_lock(&md->lock);
         struct timespec ts = kp__deadline_ts(deadline_ms);
         int wrc = 0;
-        while (md->version == version && !md->closed && wrc == 0)
+        while (md->version == version && !md->closed && wrc == 0) {
             wrc = pthread_cond_timedwait(&md->updated, &md->lock, &ts);
+        }
         if (t->n_partitions == 0 && kp__now_ms() >= deadline_ms) {
             rc = (t->answered && t->error == KAFKA_UNKNOWN_TOPIC_OR_PARTITION)
                      ? KP_EUNKNOWN_TOPIC
@@ -123,8 +127,9 @@ int64_t kp__metadata_time_to_update(kp__metadata_t *md, int64_t now)
     pthread_mutex_lock(&md->lock);
     int64_t due = md->need_update ? md->last_refresh_ms + md->refresh_backoff_ms
                                   : md->last_success_ms + md->max_age_ms;
-    if (md->need_update && md->version == 0)
+    if (md->need_update && md->version == 0) {
         due = md->last_refresh_ms + md->refresh_backoff_ms; /* bootstrap: same backoff */
+    }
     pthread_mutex_unlock(&md->lock);
     return due > now ? due - now : 0;
 }
@@ -137,8 +142,9 @@ int kp__metadata_topic_names(kp__metadata_t *md, char ***names, int *n)
     int rc = v ? 0 : KP_ENOMEM;
     for (int i = 0; v && i < count; i++) {
         v[i] = strdup(md->topics[i]->name);
-        if (!v[i])
+        if (!v[i]) {
             rc = KP_ENOMEM;
+        }
     }
     pthread_mutex_unlock(&md->lock);
     if (rc != 0) {
@@ -152,10 +158,12 @@ int kp__metadata_topic_names(kp__metadata_t *md, char ***names, int *n)
 
 void kp__metadata_names_free(char **names, int n)
 {
-    if (!names)
+    if (!names) {
         return;
-    for (int i = 0; i < n; i++)
+    }
+    for (int i = 0; i < n; i++) {
         free(names[i]);
+    }
     free(names);
 }
 
@@ -165,16 +173,18 @@ void kp__metadata_names_free(char **names, int n)
  * (which never shrinks) for good. */
 static bool topic_valid(const kp_metadata_topic_t *rt)
 {
-    if (rt->error_code != 0)
+    if (rt->error_code != 0) {
         return true;
+    }
     size_t n = rt->n_partitions;
     bool *seen = calloc(n ? n : 1, sizeof(bool));
     bool ok = seen != NULL;
     for (size_t i = 0; ok && i < n; i++) {
         int32_t k = rt->partitions[i].partition;
         ok = k >= 0 && (size_t)k < n && !seen[k];
-        if (ok)
+        if (ok) {
             seen[k] = true;
+        }
     }
     free(seen);
     return ok;
@@ -186,24 +196,31 @@ static int topic_apply(kp__metadata_t *md, kp__topic_md_t *t, const kp_metadata_
 {
     t->answered = true;
     t->error = rt->error_code;
-    if (rt->error_code != 0 || rt->n_partitions == 0)
+    if (rt->error_code != 0 || rt->n_partitions == 0) {
         return 0; /* keep what we knew: an error here is answered by a refresh */
+    }
     int32_t n = 0;
-    for (size_t i = 0; i < rt->n_partitions; i++)
-        if (rt->partitions[i].partition + 1 > n)
+    for (size_t i = 0; i < rt->n_partitions; i++) {
+        if (rt->partitions[i].partition + 1 > n) {
             n = rt->partitions[i].partition + 1;
+        }
+    }
     int32_t *leaders = malloc((size_t)n * sizeof(int32_t));
-    if (!leaders)
+    if (!leaders) {
         return KP_ENOMEM;
-    for (int32_t i = 0; i < n; i++)
+    }
+    for (int32_t i = 0; i < n; i++) {
         leaders[i] = -1;
+    }
     for (size_t i = 0; i < rt->n_partitions; i++) {
         const kp_metadata_partition_t *p = &rt->partitions[i];
-        if (p->partition >= 0)
+        if (p->partition >= 0) {
             leaders[p->partition] = p->error_code == 0 || p->leader_id >= 0 ? p->leader_id : -1;
+        }
         if (p->partition >= 0 && leaders[p->partition] >= 0 &&
-            !kp__metadata_node(md, leaders[p->partition]))
+            !kp__metadata_node(md, leaders[p->partition])) {
             leaders[p->partition] = -1;
+        }
     }
     /* The partition count never shrinks under records already placed in the accumulator. */
     if (n < t->n_partitions) {
@@ -218,12 +235,15 @@ static int topic_apply(kp__metadata_t *md, kp__topic_md_t *t, const kp_metadata_
 
 int kp__metadata_update(kp__metadata_t *md, const kp_metadata_response_t *resp, int64_t now)
 {
-    for (size_t i = 0; i < resp->n_topics; i++)
-        if (!topic_valid(&resp->topics[i]))
+    for (size_t i = 0; i < resp->n_topics; i++) {
+        if (!topic_valid(&resp->topics[i])) {
             return KP_EMALFORMED; /* nothing changed */
+        }
+    }
     kp__node_t *nodes = calloc(resp->n_brokers ? resp->n_brokers : 1, sizeof(*nodes));
-    if (!nodes)
+    if (!nodes) {
         return KP_ENOMEM;
+    }
     for (size_t i = 0; i < resp->n_brokers; i++) {
         nodes[i].id = resp->brokers[i].node_id;
         nodes[i].port = resp->brokers[i].port;
@@ -238,12 +258,15 @@ int kp__metadata_update(kp__metadata_t *md, const kp_metadata_response_t *resp, 
     for (size_t i = 0; i < resp->n_topics; i++) {
         const kp_metadata_topic_t *rt = &resp->topics[i];
         kp__topic_md_t *t = rt->name ? topic_find(md, rt->name) : NULL;
-        if (!t)
+        if (!t) {
             continue;
-        if (topic_apply(md, t, rt) != 0)
+        }
+        if (topic_apply(md, t, rt) != 0) {
             rc = KP_ENOMEM;
-        for (int32_t p = 0; p < t->n_partitions; p++)
+        }
+        for (int32_t p = 0; p < t->n_partitions; p++) {
             missing_leader |= t->leaders[p] < 0;
+        }
     }
     md->any_response = true;
     md->version++;
@@ -264,16 +287,19 @@ void kp__metadata_failed(kp__metadata_t *md, int64_t now)
 
 int32_t kp__metadata_leader(const kp__topic_md_t *t, int32_t partition)
 {
-    if (partition < 0 || partition >= t->n_partitions)
+    if (partition < 0 || partition >= t->n_partitions) {
         return -1;
+    }
     return t->leaders[partition];
 }
 
 const kp__node_t *kp__metadata_node(const kp__metadata_t *md, int32_t id)
 {
-    for (int i = 0; i < md->n_nodes; i++)
-        if (md->nodes[i].id == id)
+    for (int i = 0; i < md->n_nodes; i++) {
+        if (md->nodes[i].id == id) {
             return &md->nodes[i];
+        }
+    }
     return NULL;
 }
 

@@ -17,8 +17,9 @@ void kp__producer_wake(void *arg)
 {
     kp_producer_t *p = arg;
     /* acq_rel: pairs with the release store in kp__sender_poll that re-arms the flag. */
-    if (atomic_exchange_explicit(&p->wake_pending, true, memory_order_acq_rel))
+    if (atomic_exchange_explicit(&p->wake_pending, true, memory_order_acq_rel)) {
         return;
+    }
     uint64_t one = 1;
     while (write(p->wakefd, &one, sizeof(one)) < 0 && errno == EINTR)
         ;
@@ -41,10 +42,12 @@ static int add_bootstrap(kp_producer_t *p, char *errbuf, size_t errlen)
         kp__conn_t *c = calloc(1, sizeof(*c));
         kp__conn_t **v = realloc(p->conns, (size_t)(p->n_conns + 1) * sizeof(*v));
         kp__drain_list_t *d = realloc(p->drain, (size_t)(p->n_conns + 1) * sizeof(*d));
-        if (v)
+        if (v) {
             p->conns = v;
-        if (d)
+        }
+        if (d) {
             p->drain = d;
+        }
         if (!c || !v || !d) {
             free(c);
             return KP_ENOMEM;
@@ -69,23 +72,27 @@ static void producer_free(kp_producer_t *p)
 {
     for (int i = 0; i < p->n_conns; i++) {
         kp__request_t *r;
-        while ((r = kp__in_flight_pop(&p->conns[i]->in_flight)))
+        while ((r = kp__in_flight_pop(&p->conns[i]->in_flight))) {
             kp__request_free(r);
-        if (p->conns[i]->fd >= 0)
+        }
+        if (p->conns[i]->fd >= 0) {
             close(p->conns[i]->fd);
+        }
         free(p->conns[i]->frame);
         free(p->conns[i]);
         free(p->drain[i].v);
     }
     free(p->conns);
     free(p->drain);
-    if (p->epfd >= 0)
+    if (p->epfd >= 0) {
         close(p->epfd);
-    if (p->wakefd >= 0)
+    }
+    if (p->wakefd >= 0) {
         close(p->wakefd);
+    }
     kp__accumulator_destroy(&p->acc);
     kp__metadata_destroy(&p->md);
-    kp_buffer_pool_destroy(p->pool);
+    kp__buffer_pool_destroy(p->pool);
     pthread_cond_destroy(&p->done_cond);
     pthread_mutex_destroy(&p->done_lock);
     free(p);
@@ -98,16 +105,18 @@ kp_producer_t *kp_producer_new(const kp_conf_t *conf, char *errbuf, size_t errle
         errbuf = dummy;
         errlen = sizeof(dummy);
     }
-    if (!conf || kp_conf_validate(conf, errbuf, errlen) != 0)
+    if (!conf || kp_conf_validate(conf, errbuf, errlen) != 0) {
         return NULL;
+    }
     kp_producer_t *p = calloc(1, sizeof(*p));
     if (!p) {
         snprintf(errbuf, errlen, "out of memory");
         return NULL;
     }
     p->conf = *conf;
-    if (p->conf.delivery_timeout_ms < (int64_t)p->conf.linger_ms + p->conf.request_timeout_ms)
+    if (p->conf.delivery_timeout_ms < (int64_t)p->conf.linger_ms + p->conf.request_timeout_ms) {
         p->conf.delivery_timeout_ms = p->conf.linger_ms + p->conf.request_timeout_ms;
+    }
     p->idempotent = kp__conf_idempotent(&p->conf);
     p->need_pid = p->idempotent;
     p->producer_id = -1;
@@ -120,7 +129,7 @@ kp_producer_t *kp_producer_new(const kp_conf_t *conf, char *errbuf, size_t errle
     pthread_cond_init(&p->done_cond, &attr);
     pthread_condattr_destroy(&attr);
     kp__metadata_init(&p->md, p->conf.retry_backoff_ms, p->conf.metadata_max_age_ms);
-    p->pool = kp_buffer_pool_new(p->conf.buffer_memory, p->conf.batch_size);
+    p->pool = kp__buffer_pool_new(p->conf.buffer_memory, p->conf.batch_size);
     /* A grown batch is sent alone at most: it never exceeds max.request.size. */
     int32_t grow_to = p->conf.batch_max_size < p->conf.max_request_size ? p->conf.batch_max_size
                                                                         : p->conf.max_request_size;
@@ -130,14 +139,17 @@ kp_producer_t *kp_producer_new(const kp_conf_t *conf, char *errbuf, size_t errle
         p->epfd = epoll_create1(EPOLL_CLOEXEC);
         p->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
         struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
-        if (p->epfd < 0 || p->wakefd < 0 || epoll_ctl(p->epfd, EPOLL_CTL_ADD, p->wakefd, &ev))
+        if (p->epfd < 0 || p->wakefd < 0 || epoll_ctl(p->epfd, EPOLL_CTL_ADD, p->wakefd, &ev)) {
             rc = KP_ENOMEM;
+        }
     }
-    if (rc == 0 && pthread_create(&p->thread, NULL, kp__sender_run, p) != 0)
+    if (rc == 0 && pthread_create(&p->thread, NULL, kp__sender_run, p) != 0) {
         rc = KP_ENOMEM;
+    }
     if (rc != 0) {
-        if (rc == KP_ENOMEM)
+        if (rc == KP_ENOMEM) {
             snprintf(errbuf, errlen, "out of memory or file descriptors");
+        }
         producer_free(p);
         return NULL;
     }
@@ -170,14 +182,16 @@ int kp_send(kp_producer_t *p, const char *topic, int32_t partition, const void *
             int64_t timestamp, kp_delivery_cb_t cb, void *opaque)
 {
     if (!p || !topic || !*topic || partition < -1 || (n_headers && !headers) || (key_len && !key) ||
-        (value_len && !value) || n_headers > 4096)
+        (value_len && !value) || n_headers > 4096) {
         return KP_EINVAL;
+    }
     atomic_fetch_add_explicit(&p->in_send, 1, memory_order_seq_cst);
     int rc = KP_ECLOSED;
     /* seq_cst: partner of the seq_cst store in kp_close (see in_send). */
-    if (atomic_load_explicit(&p->state, memory_order_seq_cst) == KP__RUNNING)
+    if (atomic_load_explicit(&p->state, memory_order_seq_cst) == KP__RUNNING) {
         rc = send_with_headers(p, topic, partition, key, key_len, value, value_len, headers,
                                n_headers, timestamp, cb, opaque);
+    }
     send_leave(p);
     return rc;
 }
@@ -189,15 +203,18 @@ static int send_with_headers(kp_producer_t *p, const char *topic, int32_t partit
 {
     kp_record_header_t local[16];
     kp_record_header_t *hdrs = n_headers ? local : NULL;
-    if (n_headers > 16 && !(hdrs = malloc(n_headers * sizeof(*hdrs))))
+    if (n_headers > 16 && !(hdrs = malloc(n_headers * sizeof(*hdrs)))) {
         return KP_ENOMEM;
-    for (size_t i = 0; i < n_headers; i++)
+    }
+    for (size_t i = 0; i < n_headers; i++) {
         hdrs[i] = (kp_record_header_t){headers[i].key, headers[i].key ? strlen(headers[i].key) : 0,
                                        headers[i].value, headers[i].value_len};
+    }
     int rc = send_record(p, topic, partition, key, key_len, value, value_len, hdrs, n_headers,
                          timestamp, cb, opaque);
-    if (hdrs != local)
+    if (hdrs != local) {
         free(hdrs);
+    }
     return rc;
 }
 
@@ -206,22 +223,27 @@ static int send_record(kp_producer_t *p, const char *topic, int32_t partition, c
                        const kp_record_header_t *hdrs, size_t n_headers, int64_t timestamp,
                        kp_delivery_cb_t cb, void *opaque)
 {
-    for (size_t i = 0; i < n_headers; i++)
-        if (!hdrs[i].key)
+    for (size_t i = 0; i < n_headers; i++) {
+        if (!hdrs[i].key) {
             return KP_EINVAL;
-    size_t bound = kp_record_batch_size_upper_bound(key_len, value_len, hdrs, n_headers);
+        }
+    }
+    size_t bound = kp__record_batch_size_upper_bound(key_len, value_len, hdrs, n_headers);
     if (bound > (size_t)p->conf.max_request_size ||
-        (int64_t)kp__batch_block_size(p->conf.batch_size, bound) > p->conf.buffer_memory)
+        (int64_t)kp__batch_block_size(p->conf.batch_size, bound) > p->conf.buffer_memory) {
         return KP_EMSG_SIZE_TOO_LARGE;
+    }
     int64_t deadline = kp__now_ms() + p->conf.max_block_ms;
     kp__topic_md_t *md = NULL;
     int32_t n_partitions = 0;
     int rc =
         kp__metadata_wait_topic(&p->md, topic, deadline, kp__producer_wake, p, &md, &n_partitions);
-    if (rc != 0)
+    if (rc != 0) {
         return rc;
-    if (timestamp <= 0)
+    }
+    if (timestamp <= 0) {
         timestamp = kp__wall_ms();
+    }
     atomic_fetch_add_explicit(&p->pending, 1, memory_order_relaxed);
     bool new_batch = false;
     int32_t chosen = -1;
@@ -232,8 +254,9 @@ static int send_record(kp_producer_t *p, const char *topic, int32_t partition, c
         atomic_fetch_sub_explicit(&p->pending, 1, memory_order_relaxed);
         return rc;
     }
-    if (new_batch)
+    if (new_batch) {
         kp__producer_wake(p);
+    }
     return 0;
 }
 
@@ -262,15 +285,17 @@ static void wait_senders_gone(kp_producer_t *p)
 {
     pthread_mutex_lock(&p->done_lock);
     /* seq_cst: partner of the seq_cst updates in kp_send (see in_send). */
-    while (atomic_load_explicit(&p->in_send, memory_order_seq_cst) > 0)
+    while (atomic_load_explicit(&p->in_send, memory_order_seq_cst) > 0) {
         pthread_cond_wait(&p->done_cond, &p->done_lock);
+    }
     pthread_mutex_unlock(&p->done_lock);
 }
 
 int kp_flush(kp_producer_t *p, int timeout_ms)
 {
-    if (!p)
+    if (!p) {
         return KP_EINVAL;
+    }
     kp__accumulator_begin_flush(&p->acc);
     kp__producer_wake(p);
     int rc = wait_pending(p, timeout_ms);
@@ -280,8 +305,9 @@ int kp_flush(kp_producer_t *p, int timeout_ms)
 
 void kp_stop_accepting(kp_producer_t *p)
 {
-    if (!p)
+    if (!p) {
         return;
+    }
     /* seq_cst: pairs with the seq_cst loads in kp_send (see in_send); also a release for the
      * acquire loads in the sender loop. */
     atomic_store_explicit(&p->state, KP__CLOSING, memory_order_seq_cst);
@@ -289,14 +315,15 @@ void kp_stop_accepting(kp_producer_t *p)
     /* Wake every kp_send blocked on metadata or buffer memory: it returns KP_ECLOSED. The
      * sender keeps using both (metadata updates, deallocation) until it stops. Each of these
      * steps only sets a flag and wakes waiters, so a second call changes nothing. */
-    kp_buffer_pool_close(p->pool);
+    kp__buffer_pool_close(p->pool);
     kp__metadata_close(&p->md);
 }
 
 int kp_close(kp_producer_t *p, int timeout_ms)
 {
-    if (!p)
+    if (!p) {
         return KP_EINVAL;
+    }
     kp_stop_accepting(p);
     wait_senders_gone(p);
     kp__producer_wake(p);
@@ -312,15 +339,16 @@ int kp_close(kp_producer_t *p, int timeout_ms)
 void kp_stats(kp_producer_t *p, kp_stats_t *s)
 {
     memset(s, 0, sizeof(*s));
-    if (!p)
+    if (!p) {
         return;
+    }
     s->records_sent = atomic_load_explicit(&p->st_sent, memory_order_relaxed);
     s->records_acked = atomic_load_explicit(&p->st_acked, memory_order_relaxed);
     s->records_failed = atomic_load_explicit(&p->st_failed, memory_order_relaxed);
     s->records_retried = atomic_load_explicit(&p->st_retried, memory_order_relaxed);
     s->batches_sent = atomic_load_explicit(&p->st_batches, memory_order_relaxed);
     s->bytes_sent = atomic_load_explicit(&p->st_bytes, memory_order_relaxed);
-    s->pool_available = kp_buffer_pool_available(p->pool);
-    s->pool_waiters = kp_buffer_pool_waiters(p->pool);
+    s->pool_available = kp__buffer_pool_available(p->pool);
+    s->pool_waiters = kp__buffer_pool_waiters(p->pool);
     s->requests_in_flight = atomic_load_explicit(&p->st_in_flight, memory_order_relaxed);
 }

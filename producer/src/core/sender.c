@@ -10,9 +10,11 @@
 /* Everything still pending when the producer is forced to close: fail it. */
 static void fail_all(kp_producer_t *p, int64_t now)
 {
-    for (int i = 0; i < p->n_conns; i++)
-        if (p->conns[i]->fd >= 0 || p->conns[i]->in_flight.head)
+    for (int i = 0; i < p->n_conns; i++) {
+        if (p->conns[i]->fd >= 0 || p->conns[i]->in_flight.head) {
             kp__sender_disconnect(p, p->conns[i], now);
+        }
+    }
     kp__sender_expire(p, now, true);
 }
 
@@ -23,25 +25,31 @@ void *kp__sender_run(void *arg)
     for (;;) {
         int64_t now = kp__now_ms();
         int state = atomic_load_explicit(&p->state, memory_order_acquire);
-        if (state == KP__FORCE_CLOSE)
+        if (state == KP__FORCE_CLOSE) {
             break;
-        if (state == KP__CLOSING && atomic_load_explicit(&p->pending, memory_order_acquire) == 0)
+        }
+        if (state == KP__CLOSING && atomic_load_explicit(&p->pending, memory_order_acquire) == 0) {
             break;
+        }
         kp__sender_maybe_update_metadata(p, now);
-        if (p->idempotent)
+        if (p->idempotent) {
             kp__sender_maybe_init_pid(p, now);
+        }
         int64_t timeout = kp__sender_send_produce(p, now);
         if (now - last_expire >= 10) {
             kp__sender_expire(p, now, false);
             last_expire = now;
         }
         int64_t md = kp__metadata_time_to_update(&p->md, now);
-        if (md < timeout)
+        if (md < timeout) {
             timeout = md;
-        if (timeout > 100)
+        }
+        if (timeout > 100) {
             timeout = 100; /* housekeeping: reconnects, expiry, request timeouts */
-        if (timeout < 0)
+        }
+        if (timeout < 0) {
             timeout = 0;
+        }
         kp__sender_poll(p, timeout);
     }
     fail_all(p, kp__now_ms());

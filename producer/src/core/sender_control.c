@@ -18,26 +18,32 @@ static kp__conn_t *least_loaded(kp_producer_t *p, int64_t now)
     kp__conn_t *best = NULL;
     for (int i = 0; i < p->n_conns; i++) {
         kp__conn_t *c = p->conns[i];
-        if (c->state == KP__CONN_READY && (!best || c->in_flight.count < best->in_flight.count))
+        if (c->state == KP__CONN_READY && (!best || c->in_flight.count < best->in_flight.count)) {
             best = c;
+        }
     }
-    if (best)
+    if (best) {
         return best;
-    for (int i = 0; i < p->md.n_nodes; i++)
+    }
+    for (int i = 0; i < p->md.n_nodes; i++) {
         kp__sender_conn(p, p->md.nodes[i].id); /* make sure every broker has a conn */
+    }
     for (int i = 0; i < p->n_conns; i++) {
         kp__conn_t *c = p->conns[i];
-        if (c->state == KP__CONN_CONNECTING || c->state == KP__CONN_HANDSHAKE)
+        if (c->state == KP__CONN_CONNECTING || c->state == KP__CONN_HANDSHAKE) {
             return c; /* wait for it */
+        }
     }
     /* Prefer brokers from metadata (ids >= 0), then bootstrap ones; the earliest allowed. */
     for (int pass = 0; pass < 2; pass++) {
         for (int i = 0; i < p->n_conns; i++) {
             kp__conn_t *c = p->conns[i];
-            if ((pass == 0) != (c->node_id >= 0))
+            if ((pass == 0) != (c->node_id >= 0)) {
                 continue;
-            if (c->state == KP__CONN_DISCONNECTED && now >= c->next_connect_ms)
+            }
+            if (c->state == KP__CONN_DISCONNECTED && now >= c->next_connect_ms) {
                 return c;
+            }
         }
     }
     return NULL;
@@ -48,61 +54,70 @@ static kp__conn_t *least_loaded(kp_producer_t *p, int64_t now)
 static kp__conn_t *control_conn(kp_producer_t *p, int64_t now)
 {
     kp__conn_t *c = least_loaded(p, now);
-    if (!c)
+    if (!c) {
         return NULL;
+    }
     if (c->state == KP__CONN_DISCONNECTED) {
         kp__sender_maybe_connect(p, c, now);
         return NULL;
     }
-    if (c->state != KP__CONN_READY || c->in_flight.count >= p->conf.max_in_flight)
+    if (c->state != KP__CONN_READY || c->in_flight.count >= p->conf.max_in_flight) {
         return NULL;
+    }
     return c;
 }
 
 void kp__sender_maybe_update_metadata(kp_producer_t *p, int64_t now)
 {
-    if (p->metadata_in_flight || kp__metadata_time_to_update(&p->md, now) > 0)
+    if (p->metadata_in_flight || kp__metadata_time_to_update(&p->md, now) > 0) {
         return;
+    }
     kp__conn_t *c = control_conn(p, now);
-    if (!c)
+    if (!c) {
         return;
+    }
     char **names = NULL;
     int n = 0;
-    if (kp__metadata_topic_names(&p->md, &names, &n) != 0)
+    if (kp__metadata_topic_names(&p->md, &names, &n) != 0) {
         return;
+    }
     kp_metadata_request_t req = {.topics = (const char *const *)names,
                                  .n_topics = (size_t)n,
                                  .all_topics = false,
                                  .allow_auto_topic_creation = true};
     kp_writer_t w;
-    if (kp_writer_init_growable(&w, 256) == 0 &&
-        kp_metadata_request_write(&w, c->metadata_version, &req) == 0 &&
-        kp__sender_send(p, c, KP_API_METADATA, c->metadata_version, &w, true, NULL, 0, now) == 0)
+    if (kp__writer_init_growable(&w, 256) == 0 &&
+        kp__metadata_request_write(&w, c->metadata_version, &req) == 0 &&
+        kp__sender_send(p, c, KP_API_METADATA, c->metadata_version, &w, true, NULL, 0, now) == 0) {
         p->metadata_in_flight = true;
-    else
+    } else {
         kp__metadata_failed(&p->md, now);
-    kp_writer_free(&w);
+    }
+    kp__writer_free(&w);
     kp__metadata_names_free(names, n);
 }
 
 void kp__sender_maybe_init_pid(kp_producer_t *p, int64_t now)
 {
-    if (!p->need_pid || p->pid_in_flight || p->produce_in_flight > 0)
+    if (!p->need_pid || p->pid_in_flight || p->produce_in_flight > 0) {
         return;
+    }
     kp__conn_t *c = control_conn(p, now);
-    if (!c)
+    if (!c) {
         return;
+    }
     kp_init_producer_id_request_t req = {.transactional_id = NULL,
                                          .transaction_timeout_ms = INT32_MAX,
                                          .producer_id = -1,
                                          .producer_epoch = -1};
     kp_writer_t w;
-    if (kp_writer_init_growable(&w, 64) == 0 &&
-        kp_init_producer_id_request_write(&w, c->init_pid_version, &req) == 0 &&
+    if (kp__writer_init_growable(&w, 64) == 0 &&
+        kp__init_producer_id_request_write(&w, c->init_pid_version, &req) == 0 &&
         kp__sender_send(p, c, KP_API_INIT_PRODUCER_ID, c->init_pid_version, &w, true, NULL, 0,
-                        now) == 0)
+                        now) == 0) {
         p->pid_in_flight = true;
-    kp_writer_free(&w);
+    }
+    kp__writer_free(&w);
 }
 
 /* Resends ApiVersions at a version the broker named, or picks every API's version. */
@@ -111,35 +126,39 @@ static int handle_api_versions(kp_producer_t *p, kp__conn_t *c, kp_reader_t *bod
 {
     kp_api_versions_response_t resp;
     memset(&resp, 0, sizeof(resp));
-    int rc = kp_api_versions_response_read(body, version, &resp);
+    int rc = kp__api_versions_response_read(body, version, &resp);
     if (rc == 0 && resp.error_code == KP_KAFKA_ERR_UNSUPPORTED_VERSION) {
         int16_t v = 0;
-        rc = kp_api_version_pick(resp.apis, resp.n_apis, KP_API_API_VERSIONS, &v);
-        kp_api_versions_response_free(&resp);
-        if (rc != 0 || v == version)
+        rc = kp__api_version_pick(resp.apis, resp.n_apis, KP_API_API_VERSIONS, &v);
+        kp__api_versions_response_free(&resp);
+        if (rc != 0 || v == version) {
             return -1;
+        }
         c->api_versions_version = v;
         kp_writer_t w;
-        rc = kp_writer_init_growable(&w, 64);
-        if (rc == 0)
-            rc = kp_api_versions_request_write(&w, v, NULL, NULL);
-        if (rc == 0)
+        rc = kp__writer_init_growable(&w, 64);
+        if (rc == 0) {
+            rc = kp__api_versions_request_write(&w, v, NULL, NULL);
+        }
+        if (rc == 0) {
             rc = kp__sender_send(p, c, KP_API_API_VERSIONS, v, &w, true, NULL, 0, now);
-        kp_writer_free(&w);
+        }
+        kp__writer_free(&w);
         return rc == 0 ? 0 : -1;
     }
     if (rc == 0 && resp.error_code == 0 &&
-        kp_api_version_pick(resp.apis, resp.n_apis, KP_API_PRODUCE, &c->produce_version) == 0 &&
-        kp_api_version_pick(resp.apis, resp.n_apis, KP_API_METADATA, &c->metadata_version) == 0) {
-        if (kp_api_version_pick(resp.apis, resp.n_apis, KP_API_INIT_PRODUCER_ID,
-                                &c->init_pid_version) != 0)
+        kp__api_version_pick(resp.apis, resp.n_apis, KP_API_PRODUCE, &c->produce_version) == 0 &&
+        kp__api_version_pick(resp.apis, resp.n_apis, KP_API_METADATA, &c->metadata_version) == 0) {
+        if (kp__api_version_pick(resp.apis, resp.n_apis, KP_API_INIT_PRODUCER_ID,
+                                 &c->init_pid_version) != 0) {
             c->init_pid_version = -1;
+        }
         c->state = KP__CONN_READY;
         c->failures = 0;
-        kp_api_versions_response_free(&resp);
+        kp__api_versions_response_free(&resp);
         return 0;
     }
-    kp_api_versions_response_free(&resp);
+    kp__api_versions_response_free(&resp);
     return -1;
 }
 
@@ -150,19 +169,22 @@ static int handle_metadata(kp_producer_t *p, kp_reader_t *body, int16_t version,
     kp_metadata_response_t resp;
     memset(&resp, 0, sizeof(resp));
     p->metadata_in_flight = false;
-    int rc = kp_metadata_response_read(body, version, &resp);
-    if (rc == 0 && kp_reader_remaining(body) != 0)
+    int rc = kp__metadata_response_read(body, version, &resp);
+    if (rc == 0 && kp__reader_remaining(body) != 0) {
         rc = KP_EMALFORMED; /* bytes left over: not the response it claims to be */
-    if (rc == 0)
+    }
+    if (rc == 0) {
         rc = kp__metadata_update(&p->md, &resp, now);
+    }
     if (rc == 0) {
         /* Make sure a conn exists for every broker, so that leaders can be reached. */
-        for (size_t i = 0; i < resp.n_brokers; i++)
+        for (size_t i = 0; i < resp.n_brokers; i++) {
             kp__sender_conn(p, resp.brokers[i].node_id);
+        }
     } else {
         kp__metadata_failed(&p->md, now);
     }
-    kp_metadata_response_free(&resp);
+    kp__metadata_response_free(&resp);
     return rc == 0 ? 0 : -1;
 }
 
@@ -172,10 +194,12 @@ static int handle_init_pid(kp_producer_t *p, kp_reader_t *body, int16_t version)
     kp_init_producer_id_response_t resp;
     memset(&resp, 0, sizeof(resp));
     p->pid_in_flight = false;
-    if (kp_init_producer_id_response_read(body, version, &resp) != 0)
+    if (kp__init_producer_id_response_read(body, version, &resp) != 0) {
         return -1;
-    if (resp.error_code != 0 || resp.producer_id < 0)
+    }
+    if (resp.error_code != 0 || resp.producer_id < 0) {
         return 0; /* retried on the next loop */
+    }
     p->producer_id = resp.producer_id;
     p->producer_epoch = resp.producer_epoch;
     p->need_pid = false;

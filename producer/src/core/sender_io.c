@@ -21,32 +21,39 @@ static void epoll_update(kp_producer_t *p, kp__conn_t *c, bool add)
 
 static void set_want_write(kp_producer_t *p, kp__conn_t *c, bool want)
 {
-    if (c->fd < 0 || c->want_write == want)
+    if (c->fd < 0 || c->want_write == want) {
         return;
+    }
     c->want_write = want;
     epoll_update(p, c, false);
 }
 
 kp__conn_t *kp__sender_conn(kp_producer_t *p, int32_t node_id)
 {
-    for (int i = 0; i < p->n_conns; i++)
-        if (p->conns[i]->node_id == node_id)
+    for (int i = 0; i < p->n_conns; i++) {
+        if (p->conns[i]->node_id == node_id) {
             return p->conns[i];
+        }
+    }
     const kp__node_t *n = kp__metadata_node(&p->md, node_id);
-    if (!n)
+    if (!n) {
         return NULL;
+    }
     kp__conn_t **v = realloc(p->conns, (size_t)(p->n_conns + 1) * sizeof(*v));
-    if (!v)
+    if (!v) {
         return NULL;
+    }
     p->conns = v;
     kp__drain_list_t *d = realloc(p->drain, (size_t)(p->n_conns + 1) * sizeof(*d));
-    if (!d)
+    if (!d) {
         return NULL;
+    }
     p->drain = d;
     memset(&p->drain[p->n_conns], 0, sizeof(*d));
     kp__conn_t *c = calloc(1, sizeof(*c));
-    if (!c)
+    if (!c) {
         return NULL;
+    }
     c->node_id = node_id;
     c->fd = -1;
     memcpy(c->host, n->host, sizeof(c->host));
@@ -58,28 +65,31 @@ kp__conn_t *kp__sender_conn(kp_producer_t *p, int32_t node_id)
 static int16_t our_max(int16_t api)
 {
     int16_t lo = 0, hi = 0;
-    kp_api_supported_range(api, &lo, &hi);
+    kp__api_supported_range(api, &lo, &hi);
     return hi;
 }
 
 static void send_api_versions(kp_producer_t *p, kp__conn_t *c, int64_t now)
 {
     kp_writer_t w;
-    if (kp_writer_init_growable(&w, 64) != 0 ||
-        kp_api_versions_request_write(&w, c->api_versions_version, NULL, NULL) != 0 ||
+    if (kp__writer_init_growable(&w, 64) != 0 ||
+        kp__api_versions_request_write(&w, c->api_versions_version, NULL, NULL) != 0 ||
         kp__sender_send(p, c, KP_API_API_VERSIONS, c->api_versions_version, &w, true, NULL, 0,
-                        now) != 0)
+                        now) != 0) {
         kp__sender_disconnect(p, c, now);
-    kp_writer_free(&w);
+    }
+    kp__writer_free(&w);
 }
 
 void kp__sender_maybe_connect(kp_producer_t *p, kp__conn_t *c, int64_t now)
 {
-    if (c->state != KP__CONN_DISCONNECTED || now < c->next_connect_ms)
+    if (c->state != KP__CONN_DISCONNECTED || now < c->next_connect_ms) {
         return;
+    }
     if (kp__conn_connect(c, now, p->conf.reconnect_backoff_ms, p->conf.reconnect_backoff_max_ms) !=
-        0)
+        0) {
         return;
+    }
     c->want_write = true; /* writable = connected */
     c->api_versions_version = our_max(KP_API_API_VERSIONS);
     epoll_update(p, c, true);
@@ -114,20 +124,22 @@ int kp__sender_send(kp_producer_t *p, kp__conn_t *c, int16_t api, int16_t versio
                     int64_t now)
 {
     kp_writer_t w;
-    int rc = kp_writer_init_growable(&w, body->len + 64 + strlen(p->conf.client_id));
+    int rc = kp__writer_init_growable(&w, body->len + 64 + strlen(p->conf.client_id));
     size_t start = 0;
     int32_t corr = p->next_correlation++;
-    if (p->next_correlation < 0)
+    if (p->next_correlation < 0) {
         p->next_correlation = 0;
-    if (rc == 0)
-        rc = kp_request_begin(&w, api, version, corr, p->conf.client_id, &start);
+    }
     if (rc == 0) {
-        kp_write_raw(&w, body->buf, body->len);
-        rc = kp_request_end(&w, start);
+        rc = kp__request_begin(&w, api, version, corr, p->conf.client_id, &start);
+    }
+    if (rc == 0) {
+        kp__write_raw(&w, body->buf, body->len);
+        rc = kp__request_end(&w, start);
     }
     kp__request_t *r = rc == 0 ? calloc(1, sizeof(*r)) : NULL;
     if (!r) {
-        kp_writer_free(&w);
+        kp__writer_free(&w);
         return rc ? rc : KP_ENOMEM;
     }
     r->correlation_id = corr;
@@ -135,7 +147,7 @@ int kp__sender_send(kp_producer_t *p, kp__conn_t *c, int16_t api, int16_t versio
     r->version = version;
     r->expect_response = expect_response;
     r->created_ms = now;
-    r->buf = kp_writer_detach(&w, &r->len);
+    r->buf = kp__writer_detach(&w, &r->len);
     r->batches = batches;
     r->n_batches = n;
     kp__in_flight_push(&c->in_flight, r);
@@ -162,8 +174,9 @@ static void fail_requests(kp_producer_t *p, kp__conn_t *c, int64_t now)
 
 void kp__sender_disconnect(kp_producer_t *p, kp__conn_t *c, int64_t now)
 {
-    if (c->fd >= 0)
+    if (c->fd >= 0) {
         epoll_ctl(p->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+    }
     kp__conn_close(c, now, p->conf.reconnect_backoff_ms, p->conf.reconnect_backoff_max_ms);
     fail_requests(p, c, now);
     kp__metadata_request_update(&p->md); /* a disconnect forces a refresh */
@@ -174,25 +187,28 @@ static int on_frame(kp__conn_t *c, uint8_t *frame, size_t len, void *arg)
     kp_producer_t *p = arg;
     int64_t now = kp__now_ms();
     kp_reader_t rd;
-    kp_reader_init(&rd, frame, len);
+    kp__reader_init(&rd, frame, len);
     kp__request_t *r = kp__conn_response_request(c, &rd);
-    if (!r)
+    if (!r) {
         return -1;
+    }
     kp__in_flight_pop(&c->in_flight);
     c->last_activity_ms = now;
     int rc = 0;
-    if (r->api_key == KP_API_PRODUCE)
+    if (r->api_key == KP_API_PRODUCE) {
         rc = kp__sender_handle_produce(p, c, r, &rd, now);
-    else
+    } else {
         rc = kp__sender_handle_control(p, c, r, &rd, now);
+    }
     kp__request_free(r);
     return rc;
 }
 
 static void handle_event(kp_producer_t *p, kp__conn_t *c, uint32_t events, int64_t now)
 {
-    if (c->fd < 0)
+    if (c->fd < 0) {
         return; /* closed earlier in this batch of events */
+    }
     if (c->state == KP__CONN_CONNECTING) {
         if (kp__conn_finish_connect(c) != 0 || (events & (EPOLLERR | EPOLLHUP))) {
             kp__sender_disconnect(p, c, now);
@@ -213,8 +229,9 @@ static void handle_event(kp_producer_t *p, kp__conn_t *c, uint32_t events, int64
         kp__sender_disconnect(p, c, now);
         return;
     }
-    if (c->fd >= 0 && (events & EPOLLOUT))
+    if (c->fd >= 0 && (events & EPOLLOUT)) {
         flush_writes(p, c, now);
+    }
 }
 
 /* request.timeout.ms per request, and connections.max.idle.ms. */
@@ -222,8 +239,9 @@ static void check_timeouts(kp_producer_t *p, int64_t now)
 {
     for (int i = 0; i < p->n_conns; i++) {
         kp__conn_t *c = p->conns[i];
-        if (c->fd < 0)
+        if (c->fd < 0) {
             continue;
+        }
         kp__request_t *r = c->in_flight.head;
         if (r && now - r->created_ms >= p->conf.request_timeout_ms) {
             kp__sender_disconnect(p, c, now);
@@ -242,8 +260,9 @@ static void check_timeouts(kp_producer_t *p, int64_t now)
 void kp__sender_poll(kp_producer_t *p, int64_t timeout_ms)
 {
     struct epoll_event ev[64];
-    if (timeout_ms > 1000)
+    if (timeout_ms > 1000) {
         timeout_ms = 1000;
+    }
     int n = epoll_wait(p->epfd, ev, 64, (int)timeout_ms);
     int64_t now = kp__now_ms();
     for (int i = 0; i < n; i++) {

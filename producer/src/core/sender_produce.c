@@ -16,14 +16,16 @@
 void kp__sender_complete(kp_producer_t *p, kp__batch_t *b, int error, int64_t base_offset)
 {
     int32_t n = b->rb.count;
-    if (b->is_retry)
+    if (b->is_retry) {
         b->part->retrying--;
-    if (error == 0 && b->producer_id == p->producer_id)
+    }
+    if (error == 0 && b->producer_id == p->producer_id) {
         b->part->acked_under_pid = true;
+    }
     kp__batch_complete(b, error, b->part->id, base_offset);
     atomic_fetch_add_explicit(error ? &p->st_failed : &p->st_acked, (unsigned long long)n,
                               memory_order_relaxed);
-    kp_record_batch_release(&b->rb);
+    kp__record_batch_release(&b->rb);
     kp__batch_free(b, p->pool);
     /* acq_rel: the callbacks above happen before a flusher sees pending reach 0. */
     if (atomic_fetch_sub_explicit(&p->pending, n, memory_order_acq_rel) == n) {
@@ -37,18 +39,21 @@ void kp__sender_complete(kp_producer_t *p, kp__batch_t *b, int error, int64_t ba
  * lost, so the producer id must be renewed before later batches can be accepted in order. */
 static void fail_batch(kp_producer_t *p, kp__batch_t *b, int error)
 {
-    if (p->idempotent && b->base_sequence >= 0)
+    if (p->idempotent && b->base_sequence >= 0) {
         p->need_pid = true;
+    }
     kp__sender_complete(p, b, error, -1);
 }
 
 static int64_t retry_backoff(kp_producer_t *p, int attempts)
 {
     int64_t b = p->conf.retry_backoff_ms;
-    for (int i = 1; i < attempts && b < p->conf.retry_backoff_max_ms; i++)
+    for (int i = 1; i < attempts && b < p->conf.retry_backoff_max_ms; i++) {
         b *= 2;
-    if (b > p->conf.retry_backoff_max_ms)
+    }
+    if (b > p->conf.retry_backoff_max_ms) {
         b = p->conf.retry_backoff_max_ms;
+    }
     return b;
 }
 
@@ -99,11 +104,14 @@ static const kp_produce_partition_response_t *find_response(const kp_produce_res
                                                             const kp__batch_t *b)
 {
     for (size_t t = 0; t < resp->n_topics; t++) {
-        if (strcmp(resp->topics[t].topic, b->part->topic->name) != 0)
+        if (strcmp(resp->topics[t].topic, b->part->topic->name) != 0) {
             continue;
-        for (size_t k = 0; k < resp->topics[t].n_partitions; k++)
-            if (resp->topics[t].partitions[k].partition == b->part->id)
+        }
+        for (size_t k = 0; k < resp->topics[t].n_partitions; k++) {
+            if (resp->topics[t].partitions[k].partition == b->part->id) {
                 return &resp->topics[t].partitions[k];
+            }
+        }
     }
     return NULL;
 }
@@ -112,15 +120,17 @@ static void handle_batch(kp_producer_t *p, kp__batch_t *b,
                          const kp_produce_partition_response_t *pr, int64_t now)
 {
     int16_t code = pr ? pr->error_code : KP_KAFKA_ERR_NETWORK_EXCEPTION;
-    kp_kafka_error_class_t cls = kp_kafka_error_classify(code, b->rb.count);
+    kp_kafka_error_class_t cls = kp__kafka_error_classify(code, b->rb.count);
     /* A later batch of a partition whose earlier batch is being retried is answered with
      * OUT_OF_ORDER_SEQUENCE_NUMBER: it is retried after the earlier one, not failed. */
-    if (code == KP_KAFKA_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER && b->part->retrying > 0)
+    if (code == KP_KAFKA_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER && b->part->retrying > 0) {
         cls = KP_KAFKA_ERROR_RETRIABLE;
+    }
     /* The same when an earlier batch was failed and left a gap in the sequence: a new
      * producer id is on its way (need_pid), under which this batch is renumbered. */
-    if (code == KP_KAFKA_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER && p->need_pid)
+    if (code == KP_KAFKA_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER && p->need_pid) {
         cls = KP_KAFKA_ERROR_RETRIABLE;
+    }
     switch (cls) {
     case KP_KAFKA_ERROR_SUCCESS:
         kp__sender_complete(p, b, 0, pr->base_offset);
@@ -133,8 +143,9 @@ static void handle_batch(kp_producer_t *p, kp__batch_t *b,
         return;
     case KP_KAFKA_ERROR_SPLIT:
         /* Like the Java client: split into smaller batches that go first, in order. */
-        if (kp__sender_split(p, b, now) != 0)
+        if (kp__sender_split(p, b, now) != 0) {
             fail_batch(p, b, KP_EMSG_SIZE_TOO_LARGE);
+        }
         return;
     default:
         fail_batch(p, b,
@@ -153,18 +164,22 @@ static bool response_valid(const kp_producer_t *p, const kp__request_t *r,
 {
     size_t answers = 0;
     for (size_t t = 0; t < resp->n_topics; t++) {
-        if (!resp->topics[t].topic)
+        if (!resp->topics[t].topic) {
             return false;
+        }
         answers += resp->topics[t].n_partitions;
     }
-    if (left_over != 0 || answers != (size_t)r->n_batches || resp->throttle_time_ms < 0)
+    if (left_over != 0 || answers != (size_t)r->n_batches || resp->throttle_time_ms < 0) {
         return false;
+    }
     for (int i = 0; i < r->n_batches; i++) {
         const kp_produce_partition_response_t *pr = find_response(resp, r->batches[i]);
-        if (!pr || !kp_kafka_error_known(pr->error_code))
+        if (!pr || !kp__kafka_error_known(pr->error_code)) {
             return false;
-        if (pr->error_code == KP_KAFKA_ERR_NONE && p->conf.acks != 0 && pr->base_offset < 0)
+        }
+        if (pr->error_code == KP_KAFKA_ERR_NONE && p->conf.acks != 0 && pr->base_offset < 0) {
             return false;
+        }
     }
     return true;
 }
@@ -177,9 +192,9 @@ int kp__sender_handle_produce(kp_producer_t *p, kp__conn_t *c, kp__request_t *r,
     /* Like the Java client's NetworkClient: a response that cannot be decoded or does not
      * answer its request closes the connection, and the request (with every other one in
      * flight on it) is handled as disconnected. No record is completed from it. */
-    if (kp_produce_response_read(body, r->version, &resp) != 0 ||
-        !response_valid(p, r, &resp, kp_reader_remaining(body))) {
-        kp_produce_response_free(&resp);
+    if (kp__produce_response_read(body, r->version, &resp) != 0 ||
+        !response_valid(p, r, &resp, kp__reader_remaining(body))) {
+        kp__produce_response_free(&resp);
         kp__sender_produce_failed(p, r, now);
         return -1;
     }
@@ -187,10 +202,11 @@ int kp__sender_handle_produce(kp_producer_t *p, kp__conn_t *c, kp__request_t *r,
      * this connection until the throttle time is over. Honoured up to request.timeout.ms
      * (what a request sent to a muted connection would wait at most anyway), so that one
      * damaged value cannot stall a connection for days. */
-    if (resp.throttle_time_ms > 0)
+    if (resp.throttle_time_ms > 0) {
         c->throttle_until_ms =
             now + (resp.throttle_time_ms < p->conf.request_timeout_ms ? resp.throttle_time_ms
                                                                       : p->conf.request_timeout_ms);
+    }
     p->produce_in_flight--;
     atomic_fetch_sub_explicit(&p->st_in_flight, 1, memory_order_relaxed);
     for (int i = 0; i < r->n_batches; i++) {
@@ -199,7 +215,7 @@ int kp__sender_handle_produce(kp_producer_t *p, kp__conn_t *c, kp__request_t *r,
         handle_batch(p, b, find_response(&resp, b), now);
     }
     r->n_batches = 0;
-    kp_produce_response_free(&resp);
+    kp__produce_response_free(&resp);
     return 0;
 }
 
@@ -225,10 +241,12 @@ static bool take_batch(void *arg, kp__partition_t *part, kp__batch_t *b, int32_t
      * any sequence from a producer id it has no state for: were a second batch in flight
      * when the first is rejected (MESSAGE_TOO_LARGE, to be split), the broker would append
      * the second, and the first's records could only follow it under a new producer id. */
-    if (b->attempts == 0 && p->idempotent && !part->acked_under_pid && part->in_flight > 0)
+    if (b->attempts == 0 && p->idempotent && !part->acked_under_pid && part->in_flight > 0) {
         return false;
-    if (b->attempts == 0 && part->retrying > 0)
+    }
+    if (b->attempts == 0 && part->retrying > 0) {
         return false; /* order: retries of this partition go first */
+    }
     kp__conn_t *c = kp__sender_conn(p, leader);
     if (!c) {
         kp__metadata_request_update(&p->md); /* a leader we have no address for */
@@ -238,25 +256,30 @@ static bool take_batch(void *arg, kp__partition_t *part, kp__batch_t *b, int32_t
         kp__sender_maybe_connect(p, c, ctx->now);
         return false;
     }
-    if (c->in_flight.count >= p->conf.max_in_flight)
+    if (c->in_flight.count >= p->conf.max_in_flight) {
         return false;
+    }
     if (c->throttle_until_ms > ctx->now) {
-        if (c->throttle_until_ms - ctx->now < ctx->throttled)
+        if (c->throttle_until_ms - ctx->now < ctx->throttled) {
             ctx->throttled = c->throttle_until_ms - ctx->now;
+        }
         return false;
     }
     int idx = 0;
-    while (p->conns[idx] != c)
+    while (p->conns[idx] != c) {
         idx++;
+    }
     kp__drain_list_t *d = &p->drain[idx];
     size_t size = b->rb.len;
-    if (d->n > 0 && d->bytes + size > (size_t)p->conf.max_request_size)
+    if (d->n > 0 && d->bytes + size > (size_t)p->conf.max_request_size) {
         return false;
+    }
     if (d->n == d->cap) {
         int cap = d->cap ? d->cap * 2 : 16;
         kp__batch_t **v = realloc(d->v, (size_t)cap * sizeof(*v));
-        if (!v)
+        if (!v) {
             return false;
+        }
         d->v = v;
         d->cap = cap;
     }
@@ -284,11 +307,12 @@ static int seal(kp_producer_t *p, kp__batch_t *b)
         b->producer_id = pid;
         b->producer_epoch = epoch;
     }
-    if (b->rb.closed)
-        return kp_record_batch_set_producer(&b->rb, pid, epoch, seq);
+    if (b->rb.closed) {
+        return kp__record_batch_set_producer(&b->rb, pid, epoch, seq);
+    }
     /* conf.compression holds the codec's RecordBatch number (conf.h). */
     kp_batch_compression_t comp = {.type = (kp_compression_t)p->conf.compression, .level = -1};
-    return kp_record_batch_close(&b->rb, pid, epoch, seq, &comp);
+    return kp__record_batch_close(&b->rb, pid, epoch, seq, &comp);
 }
 
 /* Builds and queues the ProduceRequest for conn index i. */
@@ -309,8 +333,9 @@ static void send_node(kp_producer_t *p, int i, int64_t now)
     }
     d->n = 0;
     d->bytes = 0;
-    if (n == 0)
+    if (n == 0) {
         return;
+    }
     kp__batch_t **batches = malloc((size_t)n * sizeof(*batches));
     kp_produce_partition_data_t *parts = malloc((size_t)n * sizeof(*parts));
     kp_produce_topic_data_t *topics = malloc((size_t)n * sizeof(*topics));
@@ -328,16 +353,18 @@ static void send_node(kp_producer_t *p, int i, int64_t now)
     size_t n_topics = 0, total = 0;
     int placed = 0;
     for (int k = 0; k < n; k++) {
-        if (!d->v[k])
+        if (!d->v[k]) {
             continue;
+        }
         kp__topic_acc_t *t = d->v[k]->part->topic;
         topics[n_topics] = (kp_produce_topic_data_t){t->name, &parts[placed], 0};
         for (int j = k; j < n; j++) {
             kp__batch_t *b = d->v[j];
-            if (!b || b->part->topic != t)
+            if (!b || b->part->topic != t) {
                 continue;
+            }
             size_t len = 0;
-            const uint8_t *data = kp_record_batch_data(&b->rb, &len);
+            const uint8_t *data = kp__record_batch_data(&b->rb, &len);
             parts[placed] = (kp_produce_partition_data_t){b->part->id, data, len};
             batches[placed++] = b;
             topics[n_topics].n_partitions++;
@@ -354,9 +381,9 @@ static void send_node(kp_producer_t *p, int i, int64_t now)
                                 .topics = topics,
                                 .n_topics = n_topics};
     kp_writer_t w;
-    int rc = kp_writer_init_growable(&w, total + 256 + 64 * (size_t)n);
+    int rc = kp__writer_init_growable(&w, total + 256 + 64 * (size_t)n);
     if (rc == 0) {
-        rc = kp_produce_request_write(&w, c->produce_version, &req);
+        rc = kp__produce_request_write(&w, c->produce_version, &req);
         if (rc == 0) {
             p->produce_in_flight++;
             atomic_fetch_add_explicit(&p->st_in_flight, 1, memory_order_relaxed);
@@ -368,7 +395,7 @@ static void send_node(kp_producer_t *p, int i, int64_t now)
                 atomic_fetch_sub_explicit(&p->st_in_flight, 1, memory_order_relaxed);
             }
         }
-        kp_writer_free(&w);
+        kp__writer_free(&w);
     }
     if (rc != 0) {
         for (int k = 0; k < n; k++) {
@@ -383,18 +410,23 @@ static void send_node(kp_producer_t *p, int i, int64_t now)
 
 int64_t kp__sender_send_produce(kp_producer_t *p, int64_t now)
 {
-    if (p->idempotent && p->need_pid)
+    if (p->idempotent && p->need_pid) {
         return 50; /* nothing may go out before the producer id is known */
+    }
     struct drain_ctx ctx = {p, now, false, INT64_MAX};
     bool unknown_leader = false;
     int64_t next = kp__accumulator_drain(&p->acc, now, take_batch, &ctx, &unknown_leader);
-    if (ctx.throttled < next)
+    if (ctx.throttled < next) {
         next = ctx.throttled;
-    if (unknown_leader)
+    }
+    if (unknown_leader) {
         kp__metadata_request_update(&p->md);
-    for (int i = 0; i < p->n_conns; i++)
-        if (p->drain[i].n > 0)
+    }
+    for (int i = 0; i < p->n_conns; i++) {
+        if (p->drain[i].n > 0) {
             send_node(p, i, now);
+        }
+    }
     return next;
 }
 

@@ -31,26 +31,29 @@ typedef struct piece {
 static int plan_pieces(const kp__batch_t *b, size_t target, piece_t **out)
 {
     size_t len = 0;
-    const uint8_t *data = kp_record_batch_data(&b->rb, &len);
+    const uint8_t *data = kp__record_batch_data(&b->rb, &len);
     kp_record_batch_reader_t rd;
-    int rc = kp_record_batch_reader_open(&rd, data, len, b->rb.len);
-    if (rc != 0)
+    int rc = kp__record_batch_reader_open(&rd, data, len, b->rb.len);
+    if (rc != 0) {
         return rc;
+    }
     piece_t *v = calloc((size_t)b->rb.count, sizeof(*v));
     int n = 0;
     kp_record_view_t rec;
     size_t pos = rd.records.pos;
-    while (v && (rc = kp_record_batch_reader_next(&rd, &rec)) == 1) {
+    while (v && (rc = kp__record_batch_reader_next(&rd, &rec)) == 1) {
         size_t size = rd.records.pos - pos;
         pos = rd.records.pos;
-        if (n == 0 || (v[n - 1].count > 0 && v[n - 1].bytes + size > target))
+        if (n == 0 || (v[n - 1].count > 0 && v[n - 1].bytes + size > target)) {
             n++;
+        }
         v[n - 1].count++;
         v[n - 1].bytes += size;
     }
-    kp_record_batch_reader_close(&rd);
-    if (!v)
+    kp__record_batch_reader_close(&rd);
+    if (!v) {
         return KP_ENOMEM;
+    }
     if (rc != 0 || n < 2) {
         free(v);
         return rc != 0 ? rc : KP_EINVAL;
@@ -66,8 +69,9 @@ static kp__batch_t *piece_new(const kp__batch_t *b, const piece_t *pc)
     /* Thunks are laid out down from the block's end: keep that end aligned for them. */
     size = (size + _Alignof(kp__thunk_t) - 1) & ~(_Alignof(kp__thunk_t) - 1);
     void *block = malloc(size);
-    if (!block)
+    if (!block) {
         return NULL;
+    }
     kp__batch_t *q =
         kp__batch_init(block, (int32_t)size, b->part, b->created_ms, b->rb.base_timestamp);
     q->heap = true;
@@ -83,25 +87,30 @@ static kp__batch_t *piece_new(const kp__batch_t *b, const piece_t *pc)
 static int copy_record(kp__batch_t *q, kp_record_view_t *rec, const kp__thunk_t *t)
 {
     kp_record_header_t local[16], *h = local;
-    if (rec->n_headers > 16 && !(h = malloc((size_t)rec->n_headers * sizeof(*h))))
+    if (rec->n_headers > 16 && !(h = malloc((size_t)rec->n_headers * sizeof(*h)))) {
         return KP_ENOMEM;
+    }
     int rc = 0;
-    for (int32_t i = 0; i < rec->n_headers && rc == 0; i++)
-        rc = kp_record_view_next_header(rec, &h[i]) == 1 ? 0 : KP_EMALFORMED;
-    if (rc == 0)
+    for (int32_t i = 0; i < rec->n_headers && rc == 0; i++) {
+        rc = kp__record_view_next_header(rec, &h[i]) == 1 ? 0 : KP_EMALFORMED;
+    }
+    if (rc == 0) {
         rc = kp__batch_try_append(
             q, rec->timestamp, rec->key, rec->key_len < 0 ? 0 : (size_t)rec->key_len, rec->value,
             rec->value_len < 0 ? 0 : (size_t)rec->value_len, rec->n_headers ? h : NULL,
             (size_t)rec->n_headers, t->cb, t->opaque);
-    if (h != local)
+    }
+    if (h != local) {
         free(h);
+    }
     return rc;
 }
 
 static void free_pieces(kp__batch_t **pieces, int n)
 {
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         free(pieces[i]);
+    }
     free(pieces);
 }
 
@@ -109,12 +118,13 @@ static void free_pieces(kp__batch_t **pieces, int n)
 static int build_pieces(const kp__batch_t *b, const piece_t *plan, int n, kp__batch_t ***out)
 {
     kp__batch_t **pieces = calloc((size_t)n, sizeof(*pieces));
-    if (!pieces)
+    if (!pieces) {
         return KP_ENOMEM;
+    }
     size_t len = 0;
-    const uint8_t *data = kp_record_batch_data(&b->rb, &len);
+    const uint8_t *data = kp__record_batch_data(&b->rb, &len);
     kp_record_batch_reader_t rd;
-    int rc = kp_record_batch_reader_open(&rd, data, len, b->rb.len);
+    int rc = kp__record_batch_reader_open(&rd, data, len, b->rb.len);
     if (rc != 0) {
         free(pieces);
         return rc;
@@ -125,16 +135,18 @@ static int build_pieces(const kp__batch_t *b, const piece_t *plan, int n, kp__ba
             rc = KP_ENOMEM;
             break;
         }
-        if (b->base_sequence >= 0)
+        if (b->base_sequence >= 0) {
             pieces[i]->base_sequence = b->base_sequence + index;
+        }
         for (int32_t k = 0; k < plan[i].count && rc == 0; k++, index++) {
             kp_record_view_t rec;
-            rc = kp_record_batch_reader_next(&rd, &rec) == 1 ? 0 : KP_EMALFORMED;
-            if (rc == 0)
+            rc = kp__record_batch_reader_next(&rd, &rec) == 1 ? 0 : KP_EMALFORMED;
+            if (rc == 0) {
                 rc = copy_record(pieces[i], &rec, kp__batch_thunk((kp__batch_t *)b, index));
+            }
         }
     }
-    kp_record_batch_reader_close(&rd);
+    kp__record_batch_reader_close(&rd);
     if (rc != 0) {
         free_pieces(pieces, n);
         return rc;
@@ -145,23 +157,28 @@ static int build_pieces(const kp__batch_t *b, const piece_t *plan, int n, kp__ba
 
 int kp__sender_split(kp_producer_t *p, kp__batch_t *b, int64_t now)
 {
-    if (b->rb.count < 2 || !b->rb.closed)
+    if (b->rb.count < 2 || !b->rb.closed) {
         return KP_EINVAL;
+    }
     size_t records = b->rb.len - KP_RECORD_BATCH_HEADER_SIZE;
     size_t target = records / 2;
-    if (target > (size_t)p->conf.batch_size)
+    if (target > (size_t)p->conf.batch_size) {
         target = (size_t)p->conf.batch_size;
-    if (target == 0)
+    }
+    if (target == 0) {
         target = 1;
+    }
     piece_t *plan = NULL;
     int n = plan_pieces(b, target, &plan);
-    if (n < 0)
+    if (n < 0) {
         return n;
+    }
     kp__batch_t **pieces = NULL;
     int rc = build_pieces(b, plan, n, &pieces);
     free(plan);
-    if (rc != 0)
+    if (rc != 0) {
         return rc;
+    }
     /* The pieces take the original's place: count them as retries, in reverse so that each
      * one lands in front of the next (reenqueue puts a batch before equal ordinals). */
     for (int i = n - 1; i >= 0; i--) {
@@ -179,13 +196,15 @@ int kp__sender_split(kp_producer_t *p, kp__batch_t *b, int64_t now)
      * of them in their partition order (seal() renumbers a batch whose producer id is
      * stale). */
     if (p->idempotent && b->base_sequence >= 0 &&
-        b->part->next_sequence != b->base_sequence + b->rb.count)
+        b->part->next_sequence != b->base_sequence + b->rb.count) {
         p->need_pid = true;
+    }
     atomic_fetch_add_explicit(&p->st_retried, (unsigned long long)b->rb.count,
                               memory_order_relaxed);
-    if (b->is_retry)
+    if (b->is_retry) {
         b->part->retrying--;
-    kp_record_batch_release(&b->rb);
+    }
+    kp__record_batch_release(&b->rb);
     kp__batch_free(b, p->pool);
     return 0;
 }

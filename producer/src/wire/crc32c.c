@@ -68,8 +68,9 @@ static uint32_t sw_raw(uint32_t crc, const uint8_t *p, size_t len)
  * sw_table[0] is built). */
 static uint32_t zeros_raw(uint32_t crc, size_t len)
 {
-    for (size_t i = 0; i < len; i++)
+    for (size_t i = 0; i < len; i++) {
         crc = sw_table[0][crc & 0xff] ^ (crc >> 8);
+    }
     return crc;
 }
 
@@ -77,14 +78,16 @@ static uint32_t zeros_raw(uint32_t crc, size_t len)
 static void shift_table_build(uint32_t table[4][256], size_t len)
 {
     uint32_t bit[32]; /* the operator applied to each single bit: its 32 columns */
-    for (int i = 0; i < 32; i++)
+    for (int i = 0; i < 32; i++) {
         bit[i] = zeros_raw(1u << i, len);
+    }
     for (int k = 0; k < 4; k++) {
         for (int b = 0; b < 256; b++) {
             uint32_t v = 0;
             for (int j = 0; j < 8; j++) {
-                if (b & (1 << j))
+                if (b & (1 << j)) {
                     v ^= bit[8 * k + j];
+                }
             }
             table[k][b] = v;
         }
@@ -101,13 +104,15 @@ static void tables_init(void)
 {
     for (uint32_t i = 0; i < 256; i++) {
         uint32_t c = i;
-        for (int k = 0; k < 8; k++)
+        for (int k = 0; k < 8; k++) {
             c = (c & 1) ? (c >> 1) ^ POLY : c >> 1;
+        }
         sw_table[0][i] = c;
     }
     for (uint32_t i = 0; i < 256; i++) {
-        for (int k = 1; k < 8; k++)
+        for (int k = 1; k < 8; k++) {
             sw_table[k][i] = (sw_table[k - 1][i] >> 8) ^ sw_table[0][sw_table[k - 1][i] & 0xff];
+        }
     }
     shift_table_build(shift_short, SHORT_BLOCK);
     shift_table_build(shift_long, LONG_BLOCK);
@@ -122,15 +127,16 @@ static void tables_ready(void)
     pthread_once(&tables_once, tables_init);
 }
 
-uint32_t kp_crc32c_sw(uint32_t crc, const void *buf, size_t len)
+uint32_t kp__crc32c_sw(uint32_t crc, const void *buf, size_t len)
 {
     tables_ready();
-    if (len == 0)
+    if (len == 0) {
         return crc;
+    }
     return ~sw_raw(~crc, buf, len);
 }
 
-bool kp_crc32c_hw_available(void)
+bool kp__crc32c_hw_available(void)
 {
     tables_ready();
     return hw_ok;
@@ -191,20 +197,21 @@ __attribute__((target("sse4.2"))) static uint32_t hw_raw(uint32_t crc32, const u
 }
 #endif
 
-uint32_t kp_crc32c_hw(uint32_t crc, const void *buf, size_t len)
+uint32_t kp__crc32c_hw(uint32_t crc, const void *buf, size_t len)
 {
     tables_ready();
 #if HAVE_X86_CRC
     if (hw_ok) {
-        if (len == 0)
+        if (len == 0) {
             return crc;
+        }
         return ~hw_raw(~crc, buf, len);
     }
 #endif
-    return kp_crc32c_sw(crc, buf, len);
+    return kp__crc32c_sw(crc, buf, len);
 }
 
-uint32_t kp_crc32c(uint32_t crc, const void *buf, size_t len)
+uint32_t kp__crc32c(uint32_t crc, const void *buf, size_t len)
 {
-    return kp_crc32c_hw(crc, buf, len);
+    return kp__crc32c_hw(crc, buf, len);
 }

@@ -6,37 +6,42 @@
 
 #include <string.h>
 
-int kp_init_producer_id_request_write(kp_writer_t *w, int16_t version,
-                                      const kp_init_producer_id_request_t *req)
+int kp__init_producer_id_request_write(kp_writer_t *w, int16_t version,
+                                       const kp_init_producer_id_request_t *req)
 {
-    if (version < 0 || version > 4)
+    if (version < 0 || version > 4) {
         return KP_EINVAL;
+    }
     bool flexible = version >= 2;
     const char *tid = req->transactional_id;
-    kp_write_nullable_str(w, flexible, tid, tid ? strlen(tid) : 0);
-    kp_write_i32(w, req->transaction_timeout_ms);
+    kp__write_nullable_str(w, flexible, tid, tid ? strlen(tid) : 0);
+    kp__write_i32(w, req->transaction_timeout_ms);
     if (version >= 3) {
-        kp_write_i64(w, req->producer_id);
-        kp_write_i16(w, req->producer_epoch);
+        kp__write_i64(w, req->producer_id);
+        kp__write_i16(w, req->producer_epoch);
     }
-    if (flexible)
-        kp_write_tagged_fields_empty(w);
+    if (flexible) {
+        kp__write_tagged_fields_empty(w);
+    }
     return w->err;
 }
 
-int kp_init_producer_id_response_read(kp_reader_t *r, int16_t version,
-                                      kp_init_producer_id_response_t *out)
+int kp__init_producer_id_response_read(kp_reader_t *r, int16_t version,
+                                       kp_init_producer_id_response_t *out)
 {
     memset(out, 0, sizeof *out);
-    if (version < 0 || version > 4)
+    if (version < 0 || version > 4) {
         return KP_EINVAL;
-    out->throttle_time_ms = kp_read_i32(r);
-    out->error_code = kp_read_i16(r);
-    out->producer_id = kp_read_i64(r);
-    out->producer_epoch = kp_read_i16(r);
-    if (version >= 2)
-        kp_read_tagged_fields_skip(r);
-    if (r->err != 0)
+    }
+    out->throttle_time_ms = kp__read_i32(r);
+    out->error_code = kp__read_i16(r);
+    out->producer_id = kp__read_i64(r);
+    out->producer_epoch = kp__read_i16(r);
+    if (version >= 2) {
+        kp__read_tagged_fields_skip(r);
+    }
+    if (r->err != 0) {
         memset(out, 0, sizeof *out);
+    }
     return r->err;
 }

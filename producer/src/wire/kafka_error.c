@@ -3,7 +3,7 @@
  */
 #include "wire/kafka_error.h"
 
-const char *kp_kafka_error_name(int16_t code)
+const char *kp__kafka_error_name(int16_t code)
 {
     switch (code) {
 #define KP_KAFKA_ERROR_NAME_CASE(name, num) \
@@ -16,7 +16,7 @@ const char *kp_kafka_error_name(int16_t code)
     }
 }
 
-bool kp_kafka_error_known(int16_t code)
+bool kp__kafka_error_known(int16_t code)
 {
     switch (code) {
 #define KP_KAFKA_ERROR_KNOWN_CASE(name, num) case num:
@@ -28,7 +28,7 @@ bool kp_kafka_error_known(int16_t code)
     }
 }
 
-kp_kafka_error_class_t kp_kafka_error_classify(int16_t code, int32_t batch_record_count)
+kp_kafka_error_class_t kp__kafka_error_classify(int16_t code, int32_t batch_record_count)
 {
     switch (code) {
     case KP_KAFKA_ERR_NONE:
@@ -76,7 +76,7 @@ kp_kafka_error_class_t kp_kafka_error_classify(int16_t code, int32_t batch_recor
     }
 }
 
-const char *kp_kafka_error_class_name(kp_kafka_error_class_t cls)
+const char *kp__kafka_error_class_name(kp_kafka_error_class_t cls)
 {
     switch (cls) {
     case KP_KAFKA_ERROR_SUCCESS:

@@ -160,12 +160,12 @@ typedef enum kp_kafka_error_class {
 
 /* "NOT_LEADER_OR_FOLLOWER" etc.; "UNKNOWN_ERROR_CODE" for a code not in the table. Never NULL;
  * static storage. */
-const char *kp_kafka_error_name(int16_t code);
+const char *kp__kafka_error_name(int16_t code);
 /* Whether code is one of the codes above (a response with another code is damaged). */
-bool kp_kafka_error_known(int16_t code);
+bool kp__kafka_error_known(int16_t code);
 /* How to treat `code` for a batch of batch_record_count records (see the table above). */
-kp_kafka_error_class_t kp_kafka_error_classify(int16_t code, int32_t batch_record_count);
+kp_kafka_error_class_t kp__kafka_error_classify(int16_t code, int32_t batch_record_count);
 /* Name of a class: "SUCCESS", "RETRIABLE_REFRESH", "RETRIABLE", "SPLIT", "FATAL". */
-const char *kp_kafka_error_class_name(kp_kafka_error_class_t cls);
+const char *kp__kafka_error_class_name(kp_kafka_error_class_t cls);
 
 #endif /* KP_WIRE_KAFKA_ERROR_H */

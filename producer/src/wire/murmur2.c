@@ -4,7 +4,7 @@
  */
 #include "wire/murmur2.h"
 
-int32_t kp_murmur2(const void *key, size_t len)
+int32_t kp__murmur2(const void *key, size_t len)
 {
     const uint8_t *data = key;
     const uint32_t m = 0x5bd1e995u;
@@ -44,10 +44,11 @@ int32_t kp_murmur2(const void *key, size_t len)
     return (int32_t)h;
 }
 
-int32_t kp_murmur2_partition(const void *key, size_t len, int32_t num_partitions)
+int32_t kp__murmur2_partition(const void *key, size_t len, int32_t num_partitions)
 {
-    if (num_partitions <= 0)
+    if (num_partitions <= 0) {
         return -1;
-    int32_t positive = (int32_t)((uint32_t)kp_murmur2(key, len) & 0x7fffffffu);
+    }
+    int32_t positive = (int32_t)((uint32_t)kp__murmur2(key, len) & 0x7fffffffu);
     return positive % num_partitions;
 }

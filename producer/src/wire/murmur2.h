@@ -10,8 +10,8 @@
 #include <stdint.h>
 
 /* Utils.murmur2(byte[]) of the Java client, as a signed 32-bit value. */
-int32_t kp_murmur2(const void *key, size_t len);
+int32_t kp__murmur2(const void *key, size_t len);
 /* toPositive(murmur2(key)) % num_partitions; returns -1 when num_partitions <= 0. */
-int32_t kp_murmur2_partition(const void *key, size_t len, int32_t num_partitions);
+int32_t kp__murmur2_partition(const void *key, size_t len, int32_t num_partitions);
 
 #endif /* KP_WIRE_MURMUR2_H */

@@ -8,9 +8,9 @@
  *   InitProducerId   22  0..4                2               producer id/epoch in the request from
  * v3
  *
- * Framing: every request on the wire is int32 size + header + body. kp_request_begin writes the
- * size placeholder and the header; the body encoder follows; kp_request_end patches the size.
- * Responses: the network layer strips the 4-byte size; kp_response_header_read reads the
+ * Framing: every request on the wire is int32 size + header + body. kp__request_begin writes the
+ * size placeholder and the header; the body encoder follows; kp__request_end patches the size.
+ * Responses: the network layer strips the 4-byte size; kp__response_header_read reads the
  * correlation id (and tagged fields for header v1) and leaves the reader on the body, which the
  * matching kp_*_response_read decodes.
  *
@@ -48,42 +48,42 @@ typedef struct kp_api_version_range {
 } kp_api_version_range_t;
 
 /* Our own range for api_key. Returns 0, or KP_EINVAL for an API this layer does not speak. */
-int kp_api_supported_range(int16_t api_key, int16_t *min_version, int16_t *max_version);
+int kp__api_supported_range(int16_t api_key, int16_t *min_version, int16_t *max_version);
 /* True when (api_key, version) uses the flexible encoding (compact strings, tagged fields). */
-bool kp_api_is_flexible(int16_t api_key, int16_t version);
+bool kp__api_is_flexible(int16_t api_key, int16_t version);
 /* Request header version: 2 for flexible versions, else 1. */
-int kp_request_header_version(int16_t api_key, int16_t version);
+int kp__request_header_version(int16_t api_key, int16_t version);
 /* Response header version: 1 for flexible versions, else 0; ApiVersions is always 0. */
-int kp_response_header_version(int16_t api_key, int16_t version);
+int kp__response_header_version(int16_t api_key, int16_t version);
 /* Picks the version to use for api_key: min(our max, broker max), checked against both
  * minimums. broker_apis: the list from an ApiVersions response. Returns 0 and *version, or
  * KP_EUNSUPPORTED_VERSION when the broker does not list the API or the ranges do not overlap,
  * or KP_EINVAL for an API we do not speak. */
-int kp_api_version_pick(const kp_api_version_range_t *broker_apis, size_t n_apis, int16_t api_key,
-                        int16_t *version);
+int kp__api_version_pick(const kp_api_version_range_t *broker_apis, size_t n_apis, int16_t api_key,
+                         int16_t *version);
 
 /* ---- headers and framing ---- */
 
 /* Starts a framed request: writes the int32 size placeholder, then request header v1 or v2
  * (chosen from api_key/version): api_key, api_version, correlation_id, client_id (nullable
  * int16 string even in v2), and for v2 an empty tagged-field section. Returns the frame's start
- * offset in *frame_start (pass it to kp_request_end). Returns 0 or w->err / KP_EINVAL. */
-int kp_request_begin(kp_writer_t *w, int16_t api_key, int16_t version, int32_t correlation_id,
-                     const char *client_id, size_t *frame_start);
+ * offset in *frame_start (pass it to kp__request_end). Returns 0 or w->err / KP_EINVAL. */
+int kp__request_begin(kp_writer_t *w, int16_t api_key, int16_t version, int32_t correlation_id,
+                      const char *client_id, size_t *frame_start);
 /* Finishes the frame started at frame_start: patches its size. Returns 0 or w->err. */
-int kp_request_end(kp_writer_t *w, size_t frame_start);
-/* Reads a response header of the version kp_response_header_version(api_key, version) gives:
+int kp__request_end(kp_writer_t *w, size_t frame_start);
+/* Reads a response header of the version kp__response_header_version(api_key, version) gives:
  * the correlation id, and for v1 skips the tagged fields. r is then at the body. */
-int kp_response_header_read(kp_reader_t *r, int16_t api_key, int16_t version,
-                            int32_t *correlation_id);
+int kp__response_header_read(kp_reader_t *r, int16_t api_key, int16_t version,
+                             int32_t *correlation_id);
 
 /* ---- ApiVersions (key 18) ---- */
 
 /* Body of ApiVersionsRequest: empty for v0-v2; for v3 client_software_name and _version
  * (the broker checks them against [a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?; NULL = defaults
  * "skywalking-c" / the project version). */
-int kp_api_versions_request_write(kp_writer_t *w, int16_t version, const char *software_name,
-                                  const char *software_version);
+int kp__api_versions_request_write(kp_writer_t *w, int16_t version, const char *software_name,
+                                   const char *software_version);
 
 typedef struct kp_api_versions_response {
     int16_t error_code;           /* 35 = UNSUPPORTED_VERSION: see below */
@@ -97,9 +97,10 @@ typedef struct kp_api_versions_response {
  * does not support our request version it answers with error 35 and a v0 body that lists its
  * own ApiVersions range; this decoder detects that (error 35, or a body that only parses as
  * v0) and parses v0, setting decoded_as_version = 0. The caller then retries with
- * kp_api_version_pick(..., KP_API_API_VERSIONS, ...). */
-int kp_api_versions_response_read(kp_reader_t *r, int16_t version, kp_api_versions_response_t *out);
-void kp_api_versions_response_free(kp_api_versions_response_t *resp);
+ * kp__api_version_pick(..., KP_API_API_VERSIONS, ...). */
+int kp__api_versions_response_read(kp_reader_t *r, int16_t version,
+                                   kp_api_versions_response_t *out);
+void kp__api_versions_response_free(kp_api_versions_response_t *resp);
 
 /* ---- Metadata (key 3) ---- */
 
@@ -110,7 +111,7 @@ typedef struct kp_metadata_request {
     bool allow_auto_topic_creation; /* v4+; ignored (broker default: true) below v4 */
 } kp_metadata_request_t;
 
-int kp_metadata_request_write(kp_writer_t *w, int16_t version, const kp_metadata_request_t *req);
+int kp__metadata_request_write(kp_writer_t *w, int16_t version, const kp_metadata_request_t *req);
 
 typedef struct kp_metadata_broker {
     int32_t node_id;
@@ -153,8 +154,8 @@ typedef struct kp_metadata_response {
     int32_t cluster_authorized_operations; /* v8-v10, else INT32_MIN */
 } kp_metadata_response_t;
 
-int kp_metadata_response_read(kp_reader_t *r, int16_t version, kp_metadata_response_t *out);
-void kp_metadata_response_free(kp_metadata_response_t *resp);
+int kp__metadata_response_read(kp_reader_t *r, int16_t version, kp_metadata_response_t *out);
+void kp__metadata_response_free(kp_metadata_response_t *resp);
 
 /* ---- Produce (key 0) ---- */
 
@@ -179,7 +180,7 @@ typedef struct kp_produce_request {
 } kp_produce_request_t;
 
 /* Writes the body; the record bytes are copied into w once. */
-int kp_produce_request_write(kp_writer_t *w, int16_t version, const kp_produce_request_t *req);
+int kp__produce_request_write(kp_writer_t *w, int16_t version, const kp_produce_request_t *req);
 
 typedef struct kp_produce_record_error {
     int32_t batch_index;
@@ -212,8 +213,8 @@ typedef struct kp_produce_response {
 } kp_produce_response_t;
 
 /* Decodes the body. Top-level tagged field NodeEndpoints (v10+) is skipped. */
-int kp_produce_response_read(kp_reader_t *r, int16_t version, kp_produce_response_t *out);
-void kp_produce_response_free(kp_produce_response_t *resp);
+int kp__produce_response_read(kp_reader_t *r, int16_t version, kp_produce_response_t *out);
+void kp__produce_response_free(kp_produce_response_t *resp);
 
 /* ---- InitProducerId (key 22) ---- */
 
@@ -224,8 +225,8 @@ typedef struct kp_init_producer_id_request {
     int16_t producer_epoch;         /* v3+: current epoch, -1 for a new one */
 } kp_init_producer_id_request_t;
 
-int kp_init_producer_id_request_write(kp_writer_t *w, int16_t version,
-                                      const kp_init_producer_id_request_t *req);
+int kp__init_producer_id_request_write(kp_writer_t *w, int16_t version,
+                                       const kp_init_producer_id_request_t *req);
 
 /* Holds no heap memory: nothing to free. */
 typedef struct kp_init_producer_id_response {
@@ -235,7 +236,7 @@ typedef struct kp_init_producer_id_response {
     int16_t producer_epoch;
 } kp_init_producer_id_response_t;
 
-int kp_init_producer_id_response_read(kp_reader_t *r, int16_t version,
-                                      kp_init_producer_id_response_t *out);
+int kp__init_producer_id_response_read(kp_reader_t *r, int16_t version,
+                                       kp_init_producer_id_response_t *out);
 
 #endif /* KP_WIRE_PROTOCOL_H */

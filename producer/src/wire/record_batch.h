@@ -14,13 +14,13 @@
  * headers (varint keyLength + key, varint valueLength + value, -1 null). Varints are zig-zag.
  *
  * Writer life cycle (one thread at a time; the accumulator's partition lock in the core):
- *   kp_record_batch_init(b, block, batch_size, now_ms)    block: e.g. a BufferPool block
- *   while (kp_record_batch_try_append(b, ...) == 0) ...    KP_ENOSPACE: open a new batch, or
- *   kp_record_batch_chain(b, seg, more, cap)                 go on in another piece of memory
- *   kp_record_batch_close(b, pid, epoch, seq, &compression)   header + crc (+ codec)
- *   kp_record_batch_data(b, &len)                          the bytes for ProduceRequest
- *   kp_record_batch_set_producer(b, pid, epoch, seq)       re-stamp for a retry (crc redone)
- *   kp_record_batch_release(b)                             frees what the batch allocated
+ *   kp__record_batch_init(b, block, batch_size, now_ms)    block: e.g. a BufferPool block
+ *   while (kp__record_batch_try_append(b, ...) == 0) ...    KP_ENOSPACE: open a new batch, or
+ *   kp__record_batch_chain(b, seg, more, cap)                 go on in another piece of memory
+ *   kp__record_batch_close(b, pid, epoch, seq, &compression)   header + crc (+ codec)
+ *   kp__record_batch_data(b, &len)                          the bytes for ProduceRequest
+ *   kp__record_batch_set_producer(b, pid, epoch, seq)       re-stamp for a retry (crc redone)
+ *   kp__record_batch_release(b)                             frees what the batch allocated
  * Records are encoded straight into the caller's block: no allocation, one copy of key/value.
  * A chained batch is copied into one heap buffer when it is closed (the wire bytes must be
  * contiguous for the CRC, the codec and the request); an unchained one is sent from its block.
@@ -58,10 +58,10 @@ typedef struct kp_record_header {
     size_t value_len;
 } kp_record_header_t;
 
-/* How kp_record_batch_close compresses. For GZIP, LZ4 and ZSTD, `out` (capacity out_cap, at
- * least kp_record_batch_compressed_bound(b, type)) receives the whole compressed batch and
+/* How kp__record_batch_close compresses. For GZIP, LZ4 and ZSTD, `out` (capacity out_cap, at
+ * least kp__record_batch_compressed_bound(b, type)) receives the whole compressed batch and
  * must outlive the batch's use; out == NULL makes the batch malloc that buffer itself (freed
- * by kp_record_batch_release). level: -1 = the Java client's default for the codec (gzip:
+ * by kp__record_batch_release). level: -1 = the Java client's default for the codec (gzip:
  * zlib's 6, GZIPOutputStream's Deflater.DEFAULT_COMPRESSION; zstd: 3; lz4: the fast
  * compressor), else gzip 1..9, zstd 1..22 (lz4 ignores it). */
 typedef struct kp_batch_compression {
@@ -72,7 +72,7 @@ typedef struct kp_batch_compression {
 } kp_batch_compression_t;
 
 /* A further piece of caller memory a batch writes records into once its first buffer is full
- * (kp_record_batch_chain). The caller places it (e.g. at the start of another pool block);
+ * (kp__record_batch_chain). The caller places it (e.g. at the start of another pool block);
  * the writer owns `len` and `next`, the caller may lower `cap` before an append. */
 typedef struct kp_record_segment {
     struct kp_record_segment *next;
@@ -103,55 +103,55 @@ typedef struct kp_record_batch {
 
 /* Starts an empty batch in buf[0..cap). Returns 0, or KP_EINVAL when cap < 61 or buf is NULL.
  * buf stays owned by the caller and must outlive the batch. */
-int kp_record_batch_init(kp_record_batch_t *b, uint8_t *buf, size_t cap, int64_t base_timestamp);
+int kp__record_batch_init(kp_record_batch_t *b, uint8_t *buf, size_t cap, int64_t base_timestamp);
 
 /* Continues the batch in seg->data[0..cap): later appends write there (a record never spans
  * two segments). seg and data stay owned by the caller and must outlive the batch. Returns 0,
  * or KP_EINVAL after close or for NULL arguments. */
-int kp_record_batch_chain(kp_record_batch_t *b, kp_record_segment_t *seg, uint8_t *data,
-                          size_t cap);
+int kp__record_batch_chain(kp_record_batch_t *b, kp_record_segment_t *seg, uint8_t *data,
+                           size_t cap);
 
 /* Appends one record in place (in the last chained segment, if any). key == NULL writes a null key,
  * value == NULL a null value; headers may be NULL when n_headers == 0. Returns 0; KP_ENOSPACE when
  * the record does not fit in the remaining capacity (the batch is unchanged; a record is accepted
  * whenever it fits, including as the first record); KP_EINVAL after close, or for a length over
  * INT32_MAX. Hot path: no allocation, no locking. */
-int kp_record_batch_try_append(kp_record_batch_t *b, int64_t timestamp, const void *key,
-                               size_t key_len, const void *value, size_t value_len,
-                               const kp_record_header_t *headers, size_t n_headers);
+int kp__record_batch_try_append(kp_record_batch_t *b, int64_t timestamp, const void *key,
+                                size_t key_len, const void *value, size_t value_len,
+                                const kp_record_header_t *headers, size_t n_headers);
 
 /* Exact encoded size of one record (with its length prefix). */
-size_t kp_record_size(int64_t timestamp_delta, int32_t offset_delta, const void *key,
-                      size_t key_len, const void *value, size_t value_len,
-                      const kp_record_header_t *headers, size_t n_headers);
+size_t kp__record_size(int64_t timestamp_delta, int32_t offset_delta, const void *key,
+                       size_t key_len, const void *value, size_t value_len,
+                       const kp_record_header_t *headers, size_t n_headers);
 /* Upper bound of a batch holding just this one record (any timestamp, offset): 61 +
  * KP_RECORD_MAX_OVERHEAD + key + value + headers. The core allocates max(batch.size, this)
  * for an oversize record. */
-size_t kp_record_batch_size_upper_bound(size_t key_len, size_t value_len,
-                                        const kp_record_header_t *headers, size_t n_headers);
+size_t kp__record_batch_size_upper_bound(size_t key_len, size_t value_len,
+                                         const kp_record_header_t *headers, size_t n_headers);
 /* Bytes an output buffer for codec `type` must have for this batch (header + the codec's
  * bound); 0 for NONE or an unknown codec. */
-size_t kp_record_batch_compressed_bound(const kp_record_batch_t *b, kp_compression_t type);
+size_t kp__record_batch_compressed_bound(const kp_record_batch_t *b, kp_compression_t type);
 
 /* Seals the batch: writes the header (baseOffset 0, batchLength, leaderEpoch -1, magic 2,
  * attributes with the codec, lastOffsetDelta, base/max timestamp, producer id/epoch,
  * baseSequence, count) and the CRC-32C. A chained batch is first copied into one heap
- * buffer (freed by kp_record_batch_release). With a codec the records section is compressed into
+ * buffer (freed by kp__record_batch_release). With a codec the records section is compressed into
  * the output buffer (see kp_batch_compression_t); compression == NULL means NONE. Returns 0,
  * KP_EINVAL (already closed, empty batch, unknown codec), KP_ENOSPACE (out_cap too small),
  * KP_ENOMEM, KP_ECOMPRESSION. On error the batch stays open and can be closed again. */
-int kp_record_batch_close(kp_record_batch_t *b, int64_t producer_id, int16_t producer_epoch,
-                          int32_t base_sequence, const kp_batch_compression_t *compression);
+int kp__record_batch_close(kp_record_batch_t *b, int64_t producer_id, int16_t producer_epoch,
+                           int32_t base_sequence, const kp_batch_compression_t *compression);
 
 /* Re-stamps a closed batch (retry after a new producer id/epoch or sequence): rewrites the
  * three fields and recomputes the CRC. Returns 0 or KP_EINVAL when not closed. */
-int kp_record_batch_set_producer(kp_record_batch_t *b, int64_t producer_id, int16_t producer_epoch,
-                                 int32_t base_sequence);
+int kp__record_batch_set_producer(kp_record_batch_t *b, int64_t producer_id, int16_t producer_epoch,
+                                  int32_t base_sequence);
 
 /* The wire bytes of a closed batch (NULL and *len = 0 if not closed). Borrowed. */
-const uint8_t *kp_record_batch_data(const kp_record_batch_t *b, size_t *len);
+const uint8_t *kp__record_batch_data(const kp_record_batch_t *b, size_t *len);
 /* Frees the codec buffer the batch allocated, if any. The caller's block is untouched. */
-void kp_record_batch_release(kp_record_batch_t *b);
+void kp__record_batch_release(kp_record_batch_t *b);
 
 /* ---- reader (tests, fuzzing, diagnostics) ---- */
 
@@ -164,7 +164,7 @@ typedef struct kp_record_view {
     const uint8_t *value; /* borrowed; NULL when null */
     int32_t value_len;    /* -1 when null */
     int32_t n_headers;
-    kp_reader_t headers; /* over the encoded headers; walk with kp_record_view_next_header */
+    kp_reader_t headers; /* over the encoded headers; walk with kp__record_view_next_header */
 } kp_record_view_t;
 
 typedef struct kp_record_batch_reader {
@@ -190,15 +190,15 @@ typedef struct kp_record_batch_reader {
 /* Parses the first batch in data[0..len): checks size fields (KP_ETRUNCATED/KP_EMALFORMED),
  * magic 2 (KP_EUNSUPPORTED_VERSION), the CRC (KP_ECORRUPT), and decompresses gzip, lz4 or zstd
  * (at most max_inflated bytes, else KP_ECOMPRESSION; other codecs KP_ECOMPRESSION). On error
- * nothing needs closing. Call kp_record_batch_reader_close after success. */
-int kp_record_batch_reader_open(kp_record_batch_reader_t *rd, const uint8_t *data, size_t len,
-                                size_t max_inflated);
+ * nothing needs closing. Call kp__record_batch_reader_close after success. */
+int kp__record_batch_reader_open(kp_record_batch_reader_t *rd, const uint8_t *data, size_t len,
+                                 size_t max_inflated);
 /* Next record into *rec (views borrow from data or the inflated buffer). Returns 1 for a
  * record, 0 at the end (all record_count records read and no bytes left), or a negative error
  * (KP_ETRUNCATED, KP_EMALFORMED: count or lengths inconsistent). */
-int kp_record_batch_reader_next(kp_record_batch_reader_t *rd, kp_record_view_t *rec);
+int kp__record_batch_reader_next(kp_record_batch_reader_t *rd, kp_record_view_t *rec);
 /* Next header of a record view: 1 and *h filled (borrowed), 0 when none left, <0 error. */
-int kp_record_view_next_header(kp_record_view_t *rec, kp_record_header_t *h);
-void kp_record_batch_reader_close(kp_record_batch_reader_t *rd);
+int kp__record_view_next_header(kp_record_view_t *rec, kp_record_header_t *h);
+void kp__record_batch_reader_close(kp_record_batch_reader_t *rd);
 
 #endif /* KP_WIRE_RECORD_BATCH_H */

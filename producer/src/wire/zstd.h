@@ -14,17 +14,17 @@
 
 #define KP_ZSTD_LEVEL_DEFAULT 3
 
-/* Most bytes kp_zstd_compress can produce for in_len input bytes. */
-size_t kp_zstd_bound(size_t in_len);
+/* Most bytes kp__zstd_compress can produce for in_len input bytes. */
+size_t kp__zstd_bound(size_t in_len);
 /* Compresses in[0..in_len) into out[0..out_cap) as one zstd frame. level: 1..22. Returns 0
  * and *out_len; KP_ENOSPACE when out_cap is too small; KP_EINVAL for bad arguments;
  * KP_ECOMPRESSION for a libzstd failure. */
-int kp_zstd_compress(const uint8_t *in, size_t in_len, uint8_t *out, size_t out_cap, int level,
-                     size_t *out_len);
+int kp__zstd_compress(const uint8_t *in, size_t in_len, uint8_t *out, size_t out_cap, int level,
+                      size_t *out_len);
 /* Decompresses zstd frames (one or more) into a new heap buffer (free()) of at most max_out
  * bytes. Returns 0, *out and *out_len; KP_ECOMPRESSION for bad data or output over max_out;
  * KP_ENOMEM. */
-int kp_zstd_decompress(const uint8_t *in, size_t in_len, size_t max_out, uint8_t **out,
-                       size_t *out_len);
+int kp__zstd_decompress(const uint8_t *in, size_t in_len, size_t max_out, uint8_t **out,
+                        size_t *out_len);
 
 #endif /* KP_WIRE_ZSTD_H */

@@ -41,8 +41,9 @@ NOINLINE void cyg_middle_a(void)
 
 NOINLINE void cyg_middle_b(void)
 {
-    for (int i = 0; i < 100; i++)
+    for (int i = 0; i < 100; i++) {
         cyg_tiny(i);
+    }
     pause_ms(3);
 }
 
@@ -67,15 +68,19 @@ __attribute__((no_instrument_function)) static void *thread_main(void *arg)
 
 int main(int argc, char **argv)
 {
-    if (sw_init(NULL) != 0)
+    if (sw_init(NULL) != 0) {
         return 1;
+    }
     if (argc > 1 && strcmp(argv[1], "threads") == 0) {
         pthread_t t[4];
-        for (int i = 0; i < 4; i++)
-            if (pthread_create(&t[i], NULL, thread_main, NULL) != 0)
+        for (int i = 0; i < 4; i++) {
+            if (pthread_create(&t[i], NULL, thread_main, NULL) != 0) {
                 return 1;
-        for (int i = 0; i < 4; i++)
+            }
+        }
+        for (int i = 0; i < 4; i++) {
             pthread_join(t[i], NULL);
+        }
     } else {
         cyg_outer();
     }

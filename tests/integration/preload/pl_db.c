@@ -35,8 +35,9 @@ static void fail(const char *what, const char *detail)
 static const char *env(const char *name)
 {
     const char *v = getenv(name);
-    if (v == NULL)
+    if (v == NULL) {
         fail("missing environment", name);
+    }
     return v != NULL ? v : "";
 }
 
@@ -48,15 +49,17 @@ static PGconn *pq_connect(const char *host)
     snprintf(info, sizeof info, "host=%s port=%s dbname=swtest user=postgres connect_timeout=20",
              host, env("SW_TEST_PG_PORT"));
     PGconn *c = PQconnectdb(info);
-    if (PQstatus(c) != CONNECTION_OK)
+    if (PQstatus(c) != CONNECTION_OK) {
         fail("PQconnectdb", PQerrorMessage(c));
+    }
     return c;
 }
 
 static void pq_expect(PGresult *r, ExecStatusType want, const char *what)
 {
-    if (PQresultStatus(r) != want)
+    if (PQresultStatus(r) != want) {
         fail(what, PQresultErrorMessage(r));
+    }
     PQclear(r);
 }
 
@@ -73,13 +76,16 @@ static void run_pq(void)
     pq_expect(PQexecPrepared(c, "sel", 1, values, NULL, NULL, 0), PGRES_TUPLES_OK,
               "PQexecPrepared");
     pq_expect(PQexec(c, "SELECT * FROM no_such_table"), PGRES_FATAL_ERROR, "the failing SELECT");
-    if (PQsendQuery(c, "SELECT 2; SELECT 3") != 1)
+    if (PQsendQuery(c, "SELECT 2; SELECT 3") != 1) {
         fail("PQsendQuery", PQerrorMessage(c));
+    }
     int results = 0;
-    for (PGresult *r; (r = PQgetResult(c)) != NULL; results++)
+    for (PGresult *r; (r = PQgetResult(c)) != NULL; results++) {
         PQclear(r);
-    if (results != 2)
+    }
+    if (results != 2) {
         fail("PQgetResult", "expected 2 results");
+    }
     char longsql[200];
     snprintf(longsql, sizeof longsql, "SELECT '%0100d'", 0);
     pq_expect(PQexec(c, longsql), PGRES_TUPLES_OK, "the long SELECT");
@@ -98,31 +104,36 @@ static MYSQL *my_connect(bool tcp)
     mysql_options(m, MYSQL_OPT_CONNECT_TIMEOUT, &timeout);
     if (mysql_real_connect(m, tcp ? "127.0.0.1" : "localhost", "root", NULL, "swtest",
                            tcp ? (unsigned)atoi(env("SW_TEST_MY_PORT")) : 0,
-                           tcp ? NULL : env("SW_TEST_MY_SOCKET"), 0) == NULL)
+                           tcp ? NULL : env("SW_TEST_MY_SOCKET"), 0) == NULL) {
         fail("mysql_real_connect", mysql_error(m));
+    }
     return m;
 }
 
 static void my_drain(MYSQL *m)
 {
     MYSQL_RES *r = mysql_store_result(m);
-    if (r != NULL)
+    if (r != NULL) {
         mysql_free_result(r);
+    }
 }
 
 static void run_mysql(void)
 {
     MYSQL *m = my_connect(false);
-    if (mysql_query(m, "SELECT 1") != 0)
+    if (mysql_query(m, "SELECT 1") != 0) {
         fail("SELECT 1", mysql_error(m));
+    }
     my_drain(m);
     const char *create = "CREATE TEMPORARY TABLE t (id INT, name VARCHAR(20))";
-    if (mysql_real_query(m, create, strlen(create)) != 0)
+    if (mysql_real_query(m, create, strlen(create)) != 0) {
         fail("CREATE", mysql_error(m));
+    }
     MYSQL_STMT *st = mysql_stmt_init(m);
     const char *insert = "INSERT INTO t VALUES (?, ?)";
-    if (mysql_stmt_prepare(st, insert, strlen(insert)) != 0)
+    if (mysql_stmt_prepare(st, insert, strlen(insert)) != 0) {
         fail("mysql_stmt_prepare", mysql_stmt_error(st));
+    }
     int id = 7;
     unsigned long name_len = 5;
     MYSQL_BIND b[2];
@@ -133,19 +144,23 @@ static void run_mysql(void)
     b[1].buffer = (char *)"seven";
     b[1].buffer_length = name_len;
     b[1].length = &name_len;
-    if (mysql_stmt_bind_param(st, b) != 0 || mysql_stmt_execute(st) != 0)
+    if (mysql_stmt_bind_param(st, b) != 0 || mysql_stmt_execute(st) != 0) {
         fail("mysql_stmt_execute", mysql_stmt_error(st));
+    }
     mysql_stmt_close(st);
-    if (mysql_query(m, "SELECT * FROM no_such_table") == 0)
+    if (mysql_query(m, "SELECT * FROM no_such_table") == 0) {
         fail("the failing SELECT", "succeeded");
+    }
     const char *two = "SELECT 2";
-    if (mysql_send_query(m, two, strlen(two)) != 0 || mysql_read_query_result(m) != 0)
+    if (mysql_send_query(m, two, strlen(two)) != 0 || mysql_read_query_result(m) != 0) {
         fail("mysql_send_query", mysql_error(m));
+    }
     my_drain(m);
     mysql_close(m);
     MYSQL *tcp = my_connect(true);
-    if (mysql_query(tcp, "SELECT 1") != 0)
+    if (mysql_query(tcp, "SELECT 1") != 0) {
         fail("SELECT 1 over TCP", mysql_error(tcp));
+    }
     my_drain(tcp);
     mysql_close(tcp);
 }
@@ -154,10 +169,12 @@ static void run_mysql(void)
 
 static void redis_expect(redisReply *r, int type, const char *what)
 {
-    if (r == NULL || r->type != type)
+    if (r == NULL || r->type != type) {
         fail(what, r != NULL && r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
-    if (r != NULL)
+    }
+    if (r != NULL) {
         freeReplyObject(r);
+    }
 }
 
 static void run_redis(void)
@@ -176,14 +193,16 @@ static void run_redis(void)
     redisAppendCommand(c, "GET k");
     redisAppendCommand(c, "DEL k");
     void *r;
-    if (redisGetReply(c, &r) != REDIS_OK)
+    if (redisGetReply(c, &r) != REDIS_OK) {
         fail("redisGetReply", c->errstr);
-    else
+    } else {
         redis_expect(r, REDIS_REPLY_STRING, "pipelined GET");
-    if (redisGetReply(c, &r) != REDIS_OK)
+    }
+    if (redisGetReply(c, &r) != REDIS_OK) {
         fail("redisGetReply", c->errstr);
-    else
+    } else {
         redis_expect(r, REDIS_REPLY_INTEGER, "pipelined DEL");
+    }
     redisFree(c);
     redisContext *u = redisConnectUnixWithTimeout(env("SW_TEST_REDIS_SOCKET"), tv);
     if (u == NULL || u->err) {
@@ -206,14 +225,15 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         *state = &first;
         return MHD_YES;
     }
-    if (strcmp(url, "/pq") == 0)
+    if (strcmp(url, "/pq") == 0) {
         run_pq();
-    else if (strcmp(url, "/mysql") == 0)
+    } else if (strcmp(url, "/mysql") == 0) {
         run_mysql();
-    else if (strcmp(url, "/redis") == 0)
+    } else if (strcmp(url, "/redis") == 0) {
         run_redis();
-    else
+    } else {
         fail("unknown path", url);
+    }
     struct MHD_Response *r =
         MHD_create_response_from_buffer(2, (void *)"ok", MHD_RESPMEM_PERSISTENT);
     enum MHD_Result rc = MHD_queue_response(c, failed ? 500 : 200, r);
@@ -251,10 +271,11 @@ int main(int argc, char **argv)
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, body_discard);
     long status = 0;
     CURLcode rc = curl_easy_perform(h);
-    if (rc == CURLE_OK)
+    if (rc == CURLE_OK) {
         curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-    else
+    } else {
         fprintf(stderr, "pl_db: GET %s: %s\n", url, curl_easy_strerror(rc));
+    }
     curl_easy_cleanup(h);
     MHD_stop_daemon(d);
     curl_global_cleanup();

@@ -41,15 +41,17 @@ static long get(const char *path)
     char url[256];
     snprintf(url, sizeof url, "http://127.0.0.1:%u%s", port, path);
     CURL *h = curl_easy_init();
-    if (h == NULL)
+    if (h == NULL) {
         return -1;
+    }
     curl_easy_setopt(h, CURLOPT_URL, url);
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)WAIT_MS);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, body_discard);
     long status = -1;
-    if (curl_easy_perform(h) == CURLE_OK)
+    if (curl_easy_perform(h) == CURLE_OK) {
         curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+    }
     curl_easy_cleanup(h);
     return status;
 }
@@ -65,12 +67,15 @@ static unsigned spawn(unsigned n)
 {
     pthread_t t[16];
     long status[16];
-    if (n > 16)
+    if (n > 16) {
         n = 16;
+    }
     unsigned ok = 0, started = 0;
-    for (; started < n; started++)
-        if (pthread_create(&t[started], NULL, leaf_thread, &status[started]) != 0)
+    for (; started < n; started++) {
+        if (pthread_create(&t[started], NULL, leaf_thread, &status[started]) != 0) {
             break;
+        }
+    }
     for (unsigned i = 0; i < started; i++) {
         pthread_join(t[i], NULL);
         ok += status[i] == 200;
@@ -84,8 +89,9 @@ static unsigned multi_get(unsigned n)
 {
     CURL *h[16];
     CURLM *m = curl_multi_init();
-    if (m == NULL || n == 0 || n > 16)
+    if (m == NULL || n == 0 || n > 16) {
         return 500;
+    }
     char url[256];
     for (unsigned i = 0; i < n; i++) {
         snprintf(url, sizeof url, "http://127.0.0.1:%u%s", port, i + 1 == n ? "/fail" : "/leaf");
@@ -100,13 +106,15 @@ static unsigned multi_get(unsigned n)
     unsigned ok = 0, done = 0;
     while (done < n) {
         if (curl_multi_perform(m, &running) != CURLM_OK ||
-            curl_multi_poll(m, NULL, 0, 1000, NULL) != CURLM_OK)
+            curl_multi_poll(m, NULL, 0, 1000, NULL) != CURLM_OK) {
             break;
+        }
         CURLMsg *msg;
         int left;
         while ((msg = curl_multi_info_read(m, &left)) != NULL) {
-            if (msg->msg != CURLMSG_DONE)
+            if (msg->msg != CURLMSG_DONE) {
                 continue;
+            }
             long status = 0;
             curl_easy_getinfo(msg->easy_handle, CURLINFO_RESPONSE_CODE, &status);
             char *eff = NULL;
@@ -130,10 +138,12 @@ static int child_wait(pid_t pid)
     for (int waited = 0; waited < WAIT_MS; waited++) {
         int st;
         pid_t r = waitpid(pid, &st, WNOHANG);
-        if (r == pid)
+        if (r == pid) {
             return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-        if (r < 0)
+        }
+        if (r < 0) {
             return -1;
+        }
         struct timespec ms = {0, 1000000};
         nanosleep(&ms, NULL); /* polling a child: no event to wait on with a bound */
     }
@@ -146,10 +156,12 @@ static int child_wait(pid_t pid)
 static unsigned fork_leaf(void)
 {
     pid_t pid = fork();
-    if (pid < 0)
+    if (pid < 0) {
         return 500;
-    if (pid == 0)
+    }
+    if (pid == 0) {
         exit(get("/leaf") == 200 ? 0 : 1);
+    }
     return child_wait(pid) == 0 ? 200 : 500;
 }
 
@@ -222,8 +234,9 @@ int main(int argc, char **argv)
         snprintf(path, sizeof path, "/multi/%d", atoi(argv[2]));
         rc = get(path) == 200 ? 0 : 1;
     } else if (strcmp(argv[1], "fork") == 0) {
-        for (int i = 0; i < atoi(argv[2]) && rc == 0; i++)
+        for (int i = 0; i < atoi(argv[2]) && rc == 0; i++) {
             rc = get("/fork") == 200 ? 0 : 1;
+        }
     } else {
         rc = 2;
     }

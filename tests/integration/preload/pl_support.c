@@ -31,8 +31,9 @@ static int remove_entry(const char *path, const struct stat *st, int flag, struc
 
 static void tmpdirs_remove(void)
 {
-    for (int i = 0; i < made_count; i++)
+    for (int i = 0; i < made_count; i++) {
         nftw(made[i], remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+    }
 }
 
 void pl_tmpdir(char *out, size_t len, const char *tag)
@@ -42,42 +43,51 @@ void pl_tmpdir(char *out, size_t len, const char *tag)
         out[0] = '\0';
         return;
     }
-    if (made_count == 0)
+    if (made_count == 0) {
         atexit(tmpdirs_remove);
-    if (made_count < 16)
+    }
+    if (made_count < 16) {
         snprintf(made[made_count++], sizeof made[0], "%s", out);
+    }
 }
 
 pid_t pl_spawn(char *const argv[], char *const env[], int stdin_fd, const char *out_path,
                const char *err_path)
 {
     size_t n_env = 0, n_extra = 0;
-    while (environ[n_env] != NULL)
+    while (environ[n_env] != NULL) {
         n_env++;
-    while (env != NULL && env[n_extra] != NULL)
+    }
+    while (env != NULL && env[n_extra] != NULL) {
         n_extra++;
+    }
     char **all = calloc(n_env + n_extra + 1, sizeof *all);
-    if (all == NULL)
+    if (all == NULL) {
         return -1;
+    }
     size_t k = 0;
     for (size_t i = 0; i < n_env; i++) {
         bool overridden = false;
         for (size_t j = 0; j < n_extra; j++) {
             size_t klen = strcspn(env[j], "=");
-            if (strncmp(environ[i], env[j], klen + 1) == 0)
+            if (strncmp(environ[i], env[j], klen + 1) == 0) {
                 overridden = true;
+            }
         }
-        if (!overridden)
+        if (!overridden) {
             all[k++] = environ[i];
+        }
     }
-    for (size_t j = 0; j < n_extra; j++)
+    for (size_t j = 0; j < n_extra; j++) {
         all[k++] = env[j];
+    }
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
-    if (stdin_fd >= 0)
+    if (stdin_fd >= 0) {
         posix_spawn_file_actions_adddup2(&fa, stdin_fd, 0);
-    else
+    } else {
         posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    }
     posix_spawn_file_actions_addopen(&fa, 1, out_path ? out_path : "/dev/null",
                                      O_WRONLY | O_CREAT | O_TRUNC, 0644);
     posix_spawn_file_actions_addopen(&fa, 2, err_path ? err_path : "/dev/null",
@@ -101,13 +111,15 @@ int pl_wait(pid_t pid, int ms)
         int st;
         pid_t r = waitpid(pid, &st, WNOHANG);
         if (r == pid) {
-            if (WIFEXITED(st))
+            if (WIFEXITED(st)) {
                 return WEXITSTATUS(st);
+            }
             fprintf(stderr, "pl_wait: process %d died of signal %d\n", (int)pid, WTERMSIG(st));
             return -1;
         }
-        if (r < 0)
+        if (r < 0) {
             return -1;
+        }
         ms_sleep(); /* polling a child process with a deadline */
     }
     kill(pid, SIGKILL);
@@ -127,8 +139,9 @@ bool pl_wait_file(const char *path, int ms)
 {
     for (int waited = 0; waited <= ms; waited++) {
         struct stat st;
-        if (stat(path, &st) == 0 && st.st_size > 0)
+        if (stat(path, &st) == 0 && st.st_size > 0) {
             return true;
+        }
         ms_sleep();
     }
     return false;
@@ -137,8 +150,9 @@ bool pl_wait_file(const char *path, int ms)
 char *pl_slurp(const char *path, size_t *len)
 {
     FILE *f = fopen(path, "rb");
-    if (f == NULL)
+    if (f == NULL) {
         return NULL;
+    }
     size_t cap = 4096, n = 0;
     char *buf = malloc(cap + 1);
     size_t got;
@@ -156,10 +170,12 @@ char *pl_slurp(const char *path, size_t *len)
         }
     }
     fclose(f);
-    if (buf != NULL)
+    if (buf != NULL) {
         buf[n] = '\0';
-    if (len != NULL)
+    }
+    if (len != NULL) {
         *len = n;
+    }
     return buf;
 }
 
@@ -167,8 +183,9 @@ int pl_segments_read(pl_segments_t *s, const char *path)
 {
     size_t len;
     uint8_t *buf = (uint8_t *)pl_slurp(path, &len);
-    if (buf == NULL)
+    if (buf == NULL) {
         return 0;
+    }
     int count = 0;
     size_t at = 0;
     while (at < len) {
@@ -178,14 +195,17 @@ int pl_segments_read(pl_segments_t *s, const char *path)
             uint8_t b = buf[at++];
             rec |= (uint64_t)(b & 0x7f) << shift;
             shift += 7;
-            if ((b & 0x80) == 0)
+            if ((b & 0x80) == 0) {
                 break;
+            }
         }
-        if (rec > len - at)
+        if (rec > len - at) {
             goto corrupt;
+        }
         pl_segment_t *seg = skywalking__v3__segment_object__unpack(NULL, rec, buf + at);
-        if (seg == NULL)
+        if (seg == NULL) {
             goto corrupt;
+        }
         pl_segment_t **grown = realloc(s->segs, (s->n + 1) * sizeof *grown);
         if (grown == NULL) {
             skywalking__v3__segment_object__free_unpacked(seg, NULL);
@@ -205,8 +225,9 @@ corrupt:
 
 void pl_segments_free(pl_segments_t *s)
 {
-    for (size_t i = 0; i < s->n; i++)
+    for (size_t i = 0; i < s->n; i++) {
         skywalking__v3__segment_object__free_unpacked(s->segs[i], NULL);
+    }
     free(s->segs);
     s->segs = NULL;
     s->n = 0;
@@ -214,16 +235,20 @@ void pl_segments_free(pl_segments_t *s)
 
 const char *pl_span_tag(const pl_span_t *sp, const char *key)
 {
-    for (size_t i = 0; i < sp->n_tags; i++)
-        if (strcmp(sp->tags[i]->key, key) == 0)
+    for (size_t i = 0; i < sp->n_tags; i++) {
+        if (strcmp(sp->tags[i]->key, key) == 0) {
             return sp->tags[i]->value;
+        }
+    }
     return NULL;
 }
 
 const pl_segment_t *pl_segment_find(const pl_segments_t *s, const char *id)
 {
-    for (size_t i = 0; i < s->n; i++)
-        if (strcmp(s->segs[i]->tracesegmentid, id) == 0)
+    for (size_t i = 0; i < s->n; i++) {
+        if (strcmp(s->segs[i]->tracesegmentid, id) == 0) {
             return s->segs[i];
+        }
+    }
     return NULL;
 }

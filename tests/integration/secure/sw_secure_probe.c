@@ -24,8 +24,9 @@ int main(int argc, char **argv)
     }
     sw_local_span_begin("probe");
     sw_span_end();
-    if (rc == 0)
+    if (rc == 0) {
         sw_shutdown();
+    }
     printf("sw_init=%d\n", rc);
     return 0;
 }

@@ -185,6 +185,30 @@ Test(ids, unique_across_threads_even_within_one_millisecond)
     cr_expect_eq(strncmp(flat[0], sw__ids_process_uuid(), 32), 0);
 }
 
+/* The tail of an id (after "<uuid>.<tid>.") is the decimal of ms * 10000 + sequence, whatever
+   digits were cached from the id before: the same millisecond, a new one, a sequence that runs
+   past 9999 into the next millisecond's numbers, a clock that goes back, and ms 0. */
+Test(ids, tails_are_the_decimal_of_ms_times_10000_plus_sequence)
+{
+    sw__ids_seed();
+    sw__id_state_t st = {0};
+    char id[SW__ID_LEN_MAX + 1], want[32];
+    uint64_t last = 0; /* tails only grow: each is max(ms * 10000, the one before + 1) */
+    const int64_t ms[] = {
+        0, 0, 1, 1, 99, 1700000000000, 1700000000000, 1700000000001, 1699999999999, 1700000000002};
+    for (size_t k = 0; k < sizeof ms / sizeof ms[0]; k++) {
+        for (int i = 0; i < (k == 5 ? 10003 : 3); i++) {
+            size_t n = sw__id_generate(&st, ms[k], id);
+            uint64_t expect = (uint64_t)ms[k] * 10000u > last ? (uint64_t)ms[k] * 10000u : last + 1;
+            last = expect;
+            sw__u64_to_dec(expect, want);
+            const char *tail = strrchr(id, '.') + 1;
+            cr_assert_str_eq(tail, want, "ms %lld, id %d: %s", (long long)ms[k], i, id);
+            cr_assert_eq(n, strlen(id));
+        }
+    }
+}
+
 /* A child of a multi-threaded process cannot start threads under the sanitizers' runtimes:
    TSan refuses, and clang 14's ASan allocator can stay locked by a parent thread that was
    inside it at the fork, so the child's new thread hangs. There the child only checks its ids. */

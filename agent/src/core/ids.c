@@ -118,5 +118,25 @@ size_t sw__id_generate(sw__id_state_t *st, int64_t now_ms, char *buf)
         tail = st->last_tail + 1;
     }
     st->last_tail = tail;
-    return st->prefix_len + sw__u64_to_dec(tail, buf + st->prefix_len);
+    /* tail = high * 10000 + low, written as high's digits and low's four (zero-padded): the
+       same digits sw__u64_to_dec(tail) gives, since high >= 1 whenever low is padded. Most ids
+       share the millisecond of the one before: their high digits are copied, not formatted. */
+    uint64_t high = tail / 10000;
+    unsigned low = (unsigned)(tail % 10000);
+    char *o = buf + st->prefix_len;
+    if (high == 0) {
+        return st->prefix_len + sw__u64_to_dec(low, o);
+    }
+    if (high != st->high) {
+        st->high_len = (uint32_t)sw__u64_to_dec(high, st->high_digits);
+        st->high = high;
+    }
+    memcpy(o, st->high_digits, st->high_len);
+    o += st->high_len;
+    o[0] = digit_pairs[(low / 100) * 2];
+    o[1] = digit_pairs[(low / 100) * 2 + 1];
+    o[2] = digit_pairs[(low % 100) * 2];
+    o[3] = digit_pairs[(low % 100) * 2 + 1];
+    o[4] = '\0';
+    return st->prefix_len + st->high_len + 4;
 }

@@ -19,6 +19,11 @@ typedef struct sw__id_state {
     uint32_t reserved;
     uint64_t last_tail; /* the last ms*10000+seq handed out; tails only grow */
     char prefix[64];    /* "<32 hex>.<tid>." */
+    /* The decimal digits of tail / 10000 (the millisecond part) of the last id, so that the
+       next ids of the same millisecond write only their four sequence digits. */
+    uint64_t high; /* tail / 10000 that high_digits spell (0: none yet) */
+    uint32_t high_len;
+    char high_digits[24];
 } sw__id_state_t;
 
 /* Longest id sw__id_generate writes, without the NUL. */

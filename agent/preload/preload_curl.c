@@ -236,14 +236,13 @@ static bool caller_has(const struct curl_slist *caller, const char *name)
 struct curl_slist *sw__curl_headers_build(const sw__curl_fns_t *f, const struct curl_slist *caller)
 {
     enum { N = 5 };
-    static const char *const names[N] = {"sw8: ", "sw8-correlation: ", "sw8-x: ",
-                                         "traceparent: ", "tracestate: "};
+    static const char *const names[N] = {
+        "sw8: ", "sw8-correlation: ", "sw8-x: ", "traceparent: ", "tracestate: "};
     char sw8[SW_SW8_MAX], corr[SW_CORRELATION_HEADER_MAX], x[SW_SW8_X_MAX];
     char tp[SW_TRACEPARENT_MAX], ts[SW_TRACESTATE_MAX];
     sw8[0] = corr[0] = x[0] = tp[0] = ts[0] = '\0';
     /* SW_AGENT_PROPAGATION: the formats it names; nothing when the span is not traced. */
-    if (sw__propagation_sw8() &&
-        sw_inject(sw8, sizeof sw8, corr, sizeof corr, x, sizeof x) != 0) {
+    if (sw__propagation_sw8() && sw_inject(sw8, sizeof sw8, corr, sizeof corr, x, sizeof x) != 0) {
         return NULL;
     }
     if (sw__propagation_w3c() && !caller_has(caller, "traceparent:") &&

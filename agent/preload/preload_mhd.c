@@ -127,11 +127,10 @@ static enum MHD_Result handler_traced(void *cls, struct MHD_Connection *connecti
     }
     sw__span_mark_t mark;
     bool w3c = sw__propagation_w3c(); /* W3C headers are looked up only when they are read */
-    sw__span_begin_entry_marked(url, header_get(connection, "sw8"),
-                                header_get(connection, "sw8-correlation"),
-                                header_get(connection, "sw8-x"),
-                                w3c ? header_get(connection, "traceparent") : NULL,
-                                w3c ? header_get(connection, "tracestate") : NULL, &mark);
+    sw__span_begin_entry_marked(
+        url, header_get(connection, "sw8"), header_get(connection, "sw8-correlation"),
+        header_get(connection, "sw8-x"), w3c ? header_get(connection, "traceparent") : NULL,
+        w3c ? header_get(connection, "tracestate") : NULL, &mark);
     sw__preload_pending_apply(&mark, false);
     handler_call_t call = {connection, 0, false};
     tls_call = &call;

@@ -102,8 +102,7 @@ static bool entry_open(sw__context_t *c, const char *operation, const sw__sw8_t 
 static void entry_ref_sw8(sw__context_t *c, const sw__sw8_t *up)
 {
     sw__context_add_ref(c, 0, up->trace_id, up->parent_segment_id, up->parent_span_id,
-                        up->parent_service, up->parent_instance, up->parent_endpoint,
-                        up->address);
+                        up->parent_service, up->parent_instance, up->parent_endpoint, up->address);
 }
 
 /* The entry when SW_AGENT_PROPAGATION names tracecontext: traceparent against the valid sw8
@@ -128,8 +127,8 @@ static __attribute__((noinline)) bool entry_w3c(sw__context_t *c, const char *op
     }
     if (use) {
         if (in.has_ref) {
-            sw__context_add_ref(c, 0, in.trace_id, in.st.segment_id, in.st.span_id,
-                                in.st.service, in.st.instance, in.st.endpoint, in.st.peer);
+            sw__context_add_ref(c, 0, in.trace_id, in.st.segment_id, in.st.span_id, in.st.service,
+                                in.st.instance, in.st.endpoint, in.st.peer);
         }
         sw_span_tag("w3c.parent_id", in.tp.parent_id);
     } else if (sw8_up != NULL) {

@@ -180,8 +180,8 @@ void sw__w3c_trace_id(const char *sw_trace_id, char out[33])
 
 void sw__w3c_span_id(const char *segment_id, int32_t span_id, char out[17])
 {
-    uint64_t h = hash64(0x7370616e69643633ull, segment_id, strlen(segment_id),
-                        (uint64_t)(uint32_t)span_id);
+    uint64_t h =
+        hash64(0x7370616e69643633ull, segment_id, strlen(segment_id), (uint64_t)(uint32_t)span_id);
     if (h == 0) {
         h = 1;
     }

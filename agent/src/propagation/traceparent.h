@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SW__TRACEPARENT_LEN 55 /* a version 00 value, without the NUL */
+#define SW__TRACEPARENT_LEN 55  /* a version 00 value, without the NUL */
 #define SW__TRACEPARENT_MAX 512 /* longer incoming values are rejected */
 
 typedef struct sw__traceparent {

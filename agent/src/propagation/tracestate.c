@@ -56,8 +56,8 @@ static bool key_valid(const char *k, size_t n)
         return true;
     }
     size_t tn = (size_t)(at - k), sn = n - tn - 1;
-    if (tn < 1 || tn > 241 || sn < 1 || sn > 14 || !(lcalpha(k[0]) || (k[0] >= '0' && k[0] <= '9'))
-        || !lcalpha(at[1])) {
+    if (tn < 1 || tn > 241 || sn < 1 || sn > 14 ||
+        !(lcalpha(k[0]) || (k[0] >= '0' && k[0] <= '9')) || !lcalpha(at[1])) {
         return false;
     }
     for (size_t i = 1; i < tn; i++) {
@@ -219,8 +219,7 @@ static size_t member_count(const char *list, size_t len)
 size_t sw__tracestate_trim(char *list, size_t max_members, size_t max_bytes)
 {
     size_t len = strlen(list), at, n;
-    while (len > max_bytes &&
-           member_find(list, len, SW__TRACESTATE_LONG_MEMBER, false, &at, &n)) {
+    while (len > max_bytes && member_find(list, len, SW__TRACESTATE_LONG_MEMBER, false, &at, &n)) {
         member_remove(list, &len, at, n);
     }
     while ((len > max_bytes || member_count(list, len) > max_members) &&
@@ -307,10 +306,10 @@ int sw__swstate_encode(const sw__swstate_t *in, char *buf, size_t len)
         return SW_ENOSPACE;
     }
     buf[0] = '\0';
-    if (in->span_id < 0 || in->segment_id == NULL || in->service == NULL ||
-        in->instance == NULL || in->endpoint == NULL || in->peer == NULL ||
-        in->segment_id[0] == '\0' || in->service[0] == '\0' || in->instance[0] == '\0' ||
-        in->endpoint[0] == '\0' || in->peer[0] == '\0') {
+    if (in->span_id < 0 || in->segment_id == NULL || in->service == NULL || in->instance == NULL ||
+        in->endpoint == NULL || in->peer == NULL || in->segment_id[0] == '\0' ||
+        in->service[0] == '\0' || in->instance[0] == '\0' || in->endpoint[0] == '\0' ||
+        in->peer[0] == '\0') {
         return SW_ENOSPACE;
     }
     bool has_trace = in->trace_id != NULL && in->trace_id[0] != '\0';

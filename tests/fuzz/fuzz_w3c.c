@@ -83,8 +83,8 @@ static void check_tracestate(const char *v, size_t n)
     memset(ours, 'a', sizeof ours - 4);
     ours[sizeof ours - 4] = '\0';
     int built = sw__tracestate_build(ours, others, out, sizeof out);
-    if (built < 0 || sw__tracestate_parse(out, (size_t)built, twice, sizeof twice, &sw2,
-                                          &sw2_len, NULL) > SW__TRACESTATE_MEMBERS_MAX) {
+    if (built < 0 || sw__tracestate_parse(out, (size_t)built, twice, sizeof twice, &sw2, &sw2_len,
+                                          NULL) > SW__TRACESTATE_MEMBERS_MAX) {
         abort();
     }
 }

@@ -53,23 +53,23 @@ Test(traceparent, invalid_examples_are_rejected)
     static const char *const bad[] = {
         "",
         "00",
-        "0-" TID "-" PID "-01",    /* version of 1 digit */
-        "000-" TID "-" PID "-01",  /* 3 digits */
-        ".0-" TID "-" PID "-01",   /* not hex */
-        "0.-" TID "-" PID "-01",   /* not hex */
-        "0A-" TID "-" PID "-01",   /* upper case */
-        "ff-" TID "-" PID "-01",   /* version ff is invalid */
-        "ff-" TID "-" PID "-01-x", /* also when longer */
+        "0-" TID "-" PID "-01",                               /* version of 1 digit */
+        "000-" TID "-" PID "-01",                             /* 3 digits */
+        ".0-" TID "-" PID "-01",                              /* not hex */
+        "0.-" TID "-" PID "-01",                              /* not hex */
+        "0A-" TID "-" PID "-01",                              /* upper case */
+        "ff-" TID "-" PID "-01",                              /* version ff is invalid */
+        "ff-" TID "-" PID "-01-x",                            /* also when longer */
         "00-" TID "-" PID "-01-what-the-future-will-be-like", /* 00 is exactly 55 */
         "00-" TID "-" PID "-01-",
         "cc-" TID "-" PID "-01.what-the-future-will-be-like", /* no '-' after the flags */
         "cc-" TID "-" PID "-010",
-        "00-00000000000000000000000000000000-" PID "-01", /* all-zero trace-id */
-        "00-" TID "-0000000000000000-01",                 /* all-zero parent-id */
-        "00-4BF92F3577B34DA6A3CE929D0E0E4736-" PID "-01", /* upper-case trace-id */
-        "00-" TID "-00F067AA0BA902B7-01",                 /* upper-case parent-id */
-        "00-" TID "-" PID "-0A",                          /* upper-case flags */
-        "00-4bf92f3577b34da6a3ce929d0e0e473-" PID "-01",  /* trace-id of 31 */
+        "00-00000000000000000000000000000000-" PID "-01",  /* all-zero trace-id */
+        "00-" TID "-0000000000000000-01",                  /* all-zero parent-id */
+        "00-4BF92F3577B34DA6A3CE929D0E0E4736-" PID "-01",  /* upper-case trace-id */
+        "00-" TID "-00F067AA0BA902B7-01",                  /* upper-case parent-id */
+        "00-" TID "-" PID "-0A",                           /* upper-case flags */
+        "00-4bf92f3577b34da6a3ce929d0e0e473-" PID "-01",   /* trace-id of 31 */
         "00-4bf92f3577b34da6a3ce929d0e0e47366-" PID "-01", /* trace-id of 33 */
         "00-" TID "-00f067aa0ba902b-01",                   /* parent-id of 15 */
         "00-" TID "-00f067aa0ba902b77-01",                 /* parent-id of 17 */
@@ -84,7 +84,7 @@ Test(traceparent, invalid_examples_are_rejected)
         "00-" TID "_" PID "-01",
         "00-" TID "-" PID "_01",
         "00 - " TID "-" PID "-01",
-        "00-" TID "-" PID "-01\n", /* a line end is not white space */
+        "00-" TID "-" PID "-01\n",                     /* a line end is not white space */
         "00-" TID "-" PID "-01,00-" TID "-" PID "-01", /* two values in one */
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -111,9 +111,9 @@ Test(traceparent, encode_and_the_id_mapping)
     cr_expect_str_eq(buf, "00-" TID "-" PID "-00");
     cr_expect_eq(sw__traceparent_encode(TID, PID, true, buf, 55), SW_ENOSPACE);
     cr_expect_str_eq(buf, "");
-    cr_expect_eq(sw__traceparent_encode("00000000000000000000000000000000", PID, true, buf,
-                                        sizeof buf),
-                 SW_ENOSPACE);
+    cr_expect_eq(
+        sw__traceparent_encode("00000000000000000000000000000000", PID, true, buf, sizeof buf),
+        SW_ENOSPACE);
 
     char a[33], b[33];
     sw__w3c_trace_id(TID, a);
@@ -183,8 +183,8 @@ Test(tracestate, valid_lists_are_normalised)
         char others[256];
         const char *sw;
         size_t sw_len;
-        cr_expect_eq(ts(ok[i].value, others, sizeof others, &sw, &sw_len), ok[i].members,
-                     "'%s'", ok[i].value);
+        cr_expect_eq(ts(ok[i].value, others, sizeof others, &sw, &sw_len), ok[i].members, "'%s'",
+                     ok[i].value);
         cr_expect_str_eq(others, ok[i].others, "'%s'", ok[i].value);
     }
     char others[64];
@@ -268,9 +268,9 @@ Test(tracestate, invalid_lists_are_discarded_whole)
         const char *sw = "x";
         size_t sw_len = 9;
         const char *why = NULL;
-        cr_expect_eq(sw__tracestate_parse(bad[i], strlen(bad[i]), others, sizeof others, &sw,
-                                          &sw_len, &why),
-                     SW_EINVAL, "accepted '%s'", bad[i]);
+        cr_expect_eq(
+            sw__tracestate_parse(bad[i], strlen(bad[i]), others, sizeof others, &sw, &sw_len, &why),
+            SW_EINVAL, "accepted '%s'", bad[i]);
         cr_expect_str_eq(others, "");
         cr_expect_null(sw);
         cr_expect_not_null(why);
@@ -389,7 +389,7 @@ Test(swstate, malformed_values_are_rejected)
 {
     static const char *const bad[] = {
         "",
-        "seg;1;svc;inst;ep",            /* 5 fields */
+        "seg;1;svc;inst;ep",           /* 5 fields */
         "seg;1;svc;inst;ep;peer;tr;x", /* 8 */
         "seg;1;svc;;ep;peer",          /* empty field */
         "seg;;svc;inst;ep;peer",
@@ -407,14 +407,14 @@ Test(swstate, malformed_values_are_rejected)
     char scratch[SW__TRACESTATE_ENTRY_MAX + 16];
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         sw__swstate_t out;
-        cr_expect_eq(sw__swstate_decode(bad[i], strlen(bad[i]), &out, scratch, sizeof scratch,
-                                        NULL),
-                     SW_EINVAL, "accepted '%s'", bad[i]);
+        cr_expect_eq(
+            sw__swstate_decode(bad[i], strlen(bad[i]), &out, scratch, sizeof scratch, NULL),
+            SW_EINVAL, "accepted '%s'", bad[i]);
     }
     sw__swstate_t out;
-    cr_expect_eq(sw__swstate_decode("seg;2147483647;a%2cb;i;e;p", 26, &out, scratch,
-                                    sizeof scratch, NULL),
-                 0);
+    cr_expect_eq(
+        sw__swstate_decode("seg;2147483647;a%2cb;i;e;p", 26, &out, scratch, sizeof scratch, NULL),
+        0);
     cr_expect_eq(out.span_id, INT32_MAX);
     cr_expect_str_eq(out.service, "a,b", "lower-case escapes are read too");
 }
@@ -442,9 +442,8 @@ Test(w3c_config, propagation_values)
                      "%s: %s", ok[i].text, err);
         cr_expect_eq(cfg.propagation, ok[i].mode, "%s", ok[i].text);
     }
-    static const char *const bad[] = {"",         "w3c",          "sw8,sw8",
-                                      "SW8",      "sw8,",         ",tracecontext",
-                                      "sw8;b3",   "tracecontext,sw8,sw8"};
+    static const char *const bad[] = {"",     "w3c",           "sw8,sw8", "SW8",
+                                      "sw8,", ",tracecontext", "sw8;b3",  "tracecontext,sw8,sw8"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char err[256] = "";
         cfg.propagation = SW_PROPAGATION_TRACECONTEXT;
@@ -496,9 +495,8 @@ static hop_t exit_hop(const char *entry_sw8, const char *entry_tp, const char *e
     hop_t h;
     sw_entry_span_begin_w3c("GET /up", entry_sw8, NULL, NULL, entry_tp, entry_ts);
     sw_exit_span_begin("call down", "down:80");
-    cr_assert_eq(sw_inject_w3c(h.traceparent, sizeof h.traceparent, h.tracestate,
-                               sizeof h.tracestate),
-                 0);
+    cr_assert_eq(
+        sw_inject_w3c(h.traceparent, sizeof h.traceparent, h.tracestate, sizeof h.tracestate), 0);
     char again[SW_TRACEPARENT_MAX];
     cr_assert_eq(sw_inject_w3c(again, sizeof again, NULL, 0), 0);
     cr_expect_str_eq(again, h.traceparent, "stable per span");
@@ -521,7 +519,7 @@ Test(w3c_api, an_exit_hop_continues_through_traceparent_and_tracestate)
     decoded_segments_t d = agent_test_read(path);
     cr_assert_eq(d.count, 2);
     const Skywalking__V3__SegmentObject *up = agent_test_find(&d, "GET /up"),
-                                         *down = agent_test_find(&d, "GET /down");
+                                        *down = agent_test_find(&d, "GET /down");
     cr_assert(up != NULL && down != NULL);
     cr_expect_eq(strlen(up->traceid), 32, "W3C in use: trace ids take the W3C form");
     cr_expect(sw__w3c_id_valid(up->traceid, 32));
@@ -583,8 +581,8 @@ Test(w3c_api, an_opentelemetry_upstream_sets_trace_id_sampling_and_forwarded_mem
 Test(w3c_api, the_setting_decides_which_header_wins)
 {
     /* An sw8 of a SkyWalking trace id and a traceparent of another trace. */
-    const sw__sw8_t up = {1, 4, "java.trace.1", "java.seg.1", "java-svc", "java-inst", "/java",
-                          "me:80"};
+    const sw__sw8_t up = {1,          4,           "java.trace.1", "java.seg.1",
+                          "java-svc", "java-inst", "/java",        "me:80"};
     char sw8[SW_SW8_MAX];
     cr_assert_gt(sw__sw8_encode(&up, sw8, sizeof sw8), 0);
     const char *tp = "00-" TID "-" PID "-01";
@@ -610,8 +608,8 @@ Test(w3c_api, the_setting_decides_which_header_wins)
         decoded_segments_t d = agent_test_read(path);
         cr_assert_eq(d.count, 3);
         const Skywalking__V3__SegmentObject *both = agent_test_find(&d, "GET /both"),
-                                             *bad = agent_test_find(&d, "GET /bad-tp"),
-                                             *only = agent_test_find(&d, "GET /tp-only");
+                                            *bad = agent_test_find(&d, "GET /bad-tp"),
+                                            *only = agent_test_find(&d, "GET /tp-only");
         cr_expect_str_eq(both->traceid, cases[i].trace_id, "mode %u", cases[i].mode);
         bool sw8_read = cases[i].mode != SW_PROPAGATION_TRACECONTEXT;
         bool w3c_read = cases[i].mode != SW_PROPAGATION_SW8;
@@ -633,8 +631,8 @@ Test(w3c_api, the_setting_decides_which_header_wins)
 
 Test(w3c_api, a_skywalking_trace_id_crosses_a_w3c_hop_unchanged)
 {
-    const sw__sw8_t up = {1, 4, "java.trace.1", "java.seg.1", "java-svc", "java-inst", "/java",
-                          "me:80"};
+    const sw__sw8_t up = {1,          4,           "java.trace.1", "java.seg.1",
+                          "java-svc", "java-inst", "/java",        "me:80"};
     char sw8[SW_SW8_MAX];
     cr_assert_gt(sw__sw8_encode(&up, sw8, sizeof sw8), 0);
     const char *path = agent_test_path();

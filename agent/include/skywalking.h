@@ -367,8 +367,12 @@ int sw_inject(char *sw8, size_t sw8_len, char *correlation, size_t correlation_l
  *                what traceparent has no field for, at most 256 bytes) first, then the members
  *                that came in with the trace's entry span (never another `sw`, at most 32
  *                members in all, trimmed as the specification says).
- * Returns 0; SW_ENOSPAN; SW_ENOTEXIT; SW_ENOTRACED (unsampled: send nothing); SW_ENOSPACE (a
- * buffer too small; both are then empty strings). Any thread, about its own active span.
+ * In a trace that is not recorded because its incoming traceparent had the sampled flag off,
+ * that traceparent is passed on unchanged but for flags 00 (there is no span of ours to name;
+ * tracestate empty), so that the downstream keeps the decision: 0 is returned.
+ * Returns 0; SW_ENOSPAN; SW_ENOTEXIT; SW_ENOTRACED (unsampled otherwise: send nothing);
+ * SW_ENOSPACE (a buffer too small; both are then empty strings). Any thread, about its own
+ * active span.
  */
 int sw_inject_w3c(char *traceparent, size_t traceparent_len, char *tracestate,
                   size_t tracestate_len);

@@ -553,19 +553,35 @@ Test(w3c_api, an_opentelemetry_upstream_sets_trace_id_sampling_and_forwarded_mem
     /* Sampled, with other vendors' members and a stale `sw` member of another trace. */
     hop_t h = exit_hop(NULL, "00-" TID "-" PID "-01",
                        "congo=t61rcWkgMzE, rojo=00f067aa0ba902b7,sw=seg;1;a;b;c;d;zzz");
-    /* Not sampled upstream: nothing is recorded. */
-    sw_entry_span_begin_w3c("GET /unsampled", NULL, NULL, NULL, "00-" TID "-" PID "-00", NULL);
+    /* Not sampled upstream: nothing is recorded, and the decision is passed on unchanged. */
+    sw_entry_span_begin_w3c("GET /unsampled", NULL, NULL, NULL, "00-" TID "-" PID "-00",
+                            "congo=t61rcWkgMzE");
     sw_exit_span_begin("x", "y");
-    char tp[SW_TRACEPARENT_MAX];
-    cr_expect_eq(sw_inject_w3c(tp, sizeof tp, NULL, 0), SW_ENOTRACED);
+    char tp[SW_TRACEPARENT_MAX], tstate[SW_TRACESTATE_MAX], sw8[SW_SW8_MAX];
+    cr_expect_eq(sw_inject_w3c(tp, sizeof tp, tstate, sizeof tstate), 0);
+    cr_expect_str_eq(tp, "00-" TID "-" PID "-00");
+    cr_expect_str_eq(tstate, "");
+    cr_expect_eq(sw_inject_w3c(tp, 20, NULL, 0), SW_ENOSPACE);
+    cr_expect_eq(sw_inject(sw8, sizeof sw8, NULL, 0, NULL, 0), SW_ENOTRACED, "no sw8 for it");
+    sw_span_end();
+    sw_span_end();
+    /* The next trace is ours again: sampled by the local sampler, nothing of the last one. */
+    sw_entry_span_begin_w3c("GET /ours", NULL, NULL, NULL, NULL, NULL);
+    sw_span_end();
+    sw_entry_span_begin("GET /next", NULL);
+    sw_exit_span_begin("x", "y");
+    cr_expect_eq(sw_inject_w3c(tp, sizeof tp, NULL, 0), 0);
+    cr_expect_neq(strncmp(tp, "00-" TID, 35), 0, "a later trace reused the unsampled one: %s", tp);
+    cr_expect_eq(strcmp(tp + 53, "01"), 0, "%s", tp);
     sw_span_end();
     sw_span_end();
     sw_stats_t st = agent_test_stop();
     cr_expect_eq(st.traces_sampled_out, 1);
 
     decoded_segments_t d = agent_test_read(path);
-    cr_assert_eq(d.count, 1);
-    const Skywalking__V3__SegmentObject *seg = d.items[0];
+    cr_assert_eq(d.count, 3);
+    const Skywalking__V3__SegmentObject *seg = agent_test_find(&d, "GET /up");
+    cr_assert_not_null(seg);
     cr_expect_str_eq(seg->traceid, TID, "the W3C trace-id is the trace id");
     cr_expect_eq(seg->spans[0]->n_refs, 0, "a foreign sw member makes no reference");
     cr_expect_str_eq(tag_of(seg->spans[0], "w3c.parent_id"), PID);

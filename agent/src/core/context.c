@@ -171,6 +171,7 @@ void sw__context_push(sw__context_t *c, sw_span_type_t type, const char *op, con
 void sw__context_start(sw__context_t *c, sw_span_type_t type, const char *op, const char *peer,
                        const sw__sw8_t *upstream, int64_t now_ms)
 {
+    c->w3c_unsampled = false;
     if (op_ignored(op)) {
         c->noop_depth = 1;
         sw__counter_add(&c->counters.ignored, 1);

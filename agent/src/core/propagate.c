@@ -95,6 +95,15 @@ int sw_inject_w3c(char *traceparent, size_t traceparent_len, char *tracestate,
     int rc;
     sw__context_t *c = &sw__tls_context;
     sw__span_t *sp = exit_span(c, &rc);
+    if (sp == NULL && rc == SW_ENOTRACED && c->segment == NULL && c->w3c_unsampled) {
+        /* A W3C upstream decided against sampling: its context goes on unchanged (we have no
+           span of our own to name), flags 00, without tracestate (not kept for no-op traces). */
+        if (traceparent != NULL && sw__traceparent_encode(c->w3c_trace_id, c->w3c_parent_id, false,
+                                                          traceparent, traceparent_len) < 0) {
+            return SW_ENOSPACE;
+        }
+        return 0;
+    }
     if (sp == NULL) {
         return rc;
     }

@@ -123,6 +123,12 @@ static __attribute__((noinline)) bool entry_w3c(sw__context_t *c, const char *op
     }
     bool starts = c->segment == NULL;
     if (!entry_open(c, operation, use ? &up : sw8_up, now)) {
+        if (use && starts && c->segment == NULL && up.sample == 0) {
+            /* Not sampled upstream: remembered to be passed on (sw_inject_w3c). */
+            c->w3c_unsampled = true;
+            memcpy(c->w3c_trace_id, in.tp.trace_id, sizeof c->w3c_trace_id);
+            memcpy(c->w3c_parent_id, in.tp.parent_id, sizeof c->w3c_parent_id);
+        }
         return false;
     }
     if (use) {

@@ -700,3 +700,28 @@ Test(w3c_api, outgoing_tracestate_stays_within_32_members)
     agent_test_stop();
     cr_expect_eq(sw_inject_w3c(tp, sizeof tp, NULL, 0), SW_ENOSPAN);
 }
+
+Test(w3c_api, a_winning_sw8_keeps_the_tracestate_of_the_same_trace_only)
+{
+    const char *path = agent_test_path();
+    start(path, SW_PROPAGATION_SW8_TRACECONTEXT);
+    const sw__sw8_t same = {1, 4, TID, "up.seg.1", "up-svc", "up-inst", "/up", "me:80"};
+    const sw__sw8_t other = {1, 4, "java.trace.9", "up.seg.1", "up-svc", "up-inst", "/up", "me:80"};
+    char sw8_same[SW_SW8_MAX], sw8_other[SW_SW8_MAX];
+    cr_assert_gt(sw__sw8_encode(&same, sw8_same, sizeof sw8_same), 0);
+    cr_assert_gt(sw__sw8_encode(&other, sw8_other, sizeof sw8_other), 0);
+    const char *tp = "00-" TID "-" PID "-01";
+    hop_t a = exit_hop(sw8_same, tp, "congo=t61rcWkgMzE");
+    hop_t b = exit_hop(sw8_other, tp, "congo=t61rcWkgMzE");
+    agent_test_stop();
+    cr_expect_neq(strstr(a.tracestate, ",congo=t61rcWkgMzE"), NULL, "%s", a.tracestate);
+    cr_expect_null(strstr(b.tracestate, "congo"), "another trace's members: %s", b.tracestate);
+    decoded_segments_t d = agent_test_read(path);
+    cr_assert_eq(d.count, 2);
+    for (size_t i = 0; i < d.count; i++) {
+        cr_assert_eq(d.items[i]->spans[0]->n_refs, 1, "sw8 won: its reference");
+        cr_expect_str_eq(d.items[i]->spans[0]->refs[0]->parenttracesegmentid, "up.seg.1");
+        cr_expect_null(tag_of(d.items[i]->spans[0], "w3c.parent_id"));
+    }
+    agent_test_free(&d);
+}

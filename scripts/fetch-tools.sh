@@ -16,3 +16,11 @@ case "$have" in
 *"version $CLANG_FORMAT_VERSION"*) ;;
 *) "$venv/bin/pip" install -q "clang-format==$CLANG_FORMAT_VERSION" ;;
 esac
+# OpenTelemetry's Python API and SDK: tests/support/otel_hop.py, the W3C Trace Context peer of
+# the preload_w3c test (TraceContextTextMapPropagator extracts our traceparent and injects its
+# own). Pinned; the test is skipped when the venv lacks them.
+OTEL_VERSION=1.27.0
+have=$("$venv/bin/python3" -c 'import opentelemetry.version as v; print(v.__version__)' 2>/dev/null || true)
+if [ "$have" != "$OTEL_VERSION" ]; then
+    "$venv/bin/pip" install -q "opentelemetry-api==$OTEL_VERSION" "opentelemetry-sdk==$OTEL_VERSION"
+fi

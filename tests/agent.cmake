@@ -5,7 +5,7 @@ if(TARGET skywalking)
   set(SW_AGENT_TESTS test_span test_sw8 test_sampling test_config test_file_reporter
                      test_span_alloc test_segment_pool test_log
                      test_config_hostile
-                     test_span_async)
+                     test_span_async test_w3c)
   foreach(t ${SW_AGENT_TESTS})
     sw_add_unit_test(${t} SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/${t}.c LIBS skywalking)
     target_include_directories(${t} PRIVATE ${PROJECT_SOURCE_DIR}/agent/src
@@ -24,7 +24,7 @@ if(TARGET skywalking)
                    LIBS skywalking)
   target_include_directories(test_clock PRIVATE ${PROJECT_SOURCE_DIR}/agent/src)
 
-  foreach(f sw8 correlation config producer_config cyg_patterns grpc_commands sw8x)
+  foreach(f sw8 correlation config producer_config cyg_patterns grpc_commands sw8x w3c)
     sw_add_fuzzer(fuzz_${f} SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz_${f}.c
                   LIBS skywalking CORPUS ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus/fuzz_${f})
     target_include_directories(fuzz_${f} PRIVATE ${PROJECT_SOURCE_DIR}/agent/src)

@@ -37,6 +37,19 @@ if(NOT SW_SANITIZE)
     PL_SERVER="$<TARGET_FILE:pl_server>")
   add_dependencies(test_preload skywalking-preload pl_server)
 
+  # W3C Trace Context between preloaded programs and an OpenTelemetry-traced Python service
+  # (the project's venv, scripts/fetch-tools.sh).
+  sw_add_unit_test(test_preload_w3c
+    SOURCES integration/test_preload_w3c.c integration/preload/pl_support.c
+    LIBS swproto
+    LABELS preload
+    TIMEOUT 600)
+  target_compile_definitions(test_preload_w3c PRIVATE
+    PL_PRELOAD_LIB="$<TARGET_FILE:skywalking-preload>"
+    PL_SERVER="$<TARGET_FILE:pl_server>"
+    OTEL_HOP="${CMAKE_CURRENT_SOURCE_DIR}/support/otel_hop.py")
+  add_dependencies(test_preload_w3c skywalking-preload pl_server)
+
   sw_add_bench(preload_bench
     SOURCES bench/preload_bench.c
     LIBS skywalking

@@ -125,6 +125,11 @@ const char *sw_log_level_name(sw_log_level_t level);
  *   SW_AGENT_INSTANCE_NAME              instance name (default: <32 hex>@<hostname>)
  *   SW_AGENT_SAMPLE                     traces sampled per 3 s; <= 0 means all (default -1)
  *   SW_AGENT_SPAN_LIMIT                 spans per segment, 1..10000 (default 300)
+ *   SW_AGENT_PROPAGATION                trace headers the instrumentation reads and writes:
+ *                                       sw8 (default) | tracecontext | sw8,tracecontext |
+ *                                       tracecontext,sw8 (W3C traceparent/tracestate; on
+ *                                       entry the first listed format with a valid header
+ *                                       wins; on exit every listed format is sent)
  *   SW_AGENT_IGNORE_SUFFIX              comma list; operations ending so are not traced
  *   SW_AGENT_SEGMENT_ARENA_BYTES        per-segment bytes for strings/tags (default 16384)
  *   SW_AGENT_COLLECTOR_BACKEND_SERVICES OAP gRPC host:port[,host:port...] (selects the gRPC
@@ -164,6 +169,15 @@ const char *sw_log_level_name(sw_log_level_t level);
  * SW_AGENT_SSL_CA_FILE read and parsed (PEM with at least one certificate). Files named by
  * settings must be regular files or character devices such as /dev/null.
  */
+/* SW_AGENT_PROPAGATION: which trace headers entry and exit spans of the instrumentation read
+   and write (sw_config_t.propagation). */
+typedef enum sw_propagation {
+    SW_PROPAGATION_SW8 = 0,              /* "sw8": SkyWalking's headers only (default) */
+    SW_PROPAGATION_TRACECONTEXT = 1,     /* "tracecontext": W3C traceparent/tracestate only */
+    SW_PROPAGATION_SW8_TRACECONTEXT = 2, /* "sw8,tracecontext": both, sw8 first on entry */
+    SW_PROPAGATION_TRACECONTEXT_SW8 = 3, /* "tracecontext,sw8": both, traceparent first */
+} sw_propagation_t;
+
 #define SW_CONFIG_NAME_MAX 256
 #define SW_CONFIG_TEXT_MAX 1024
 
@@ -190,6 +204,7 @@ typedef struct sw_config {
     uint32_t buffer_channel_size;
     uint32_t buffer_buffer_size;
     uint32_t max_segments; /* 0: derived from the buffer sizes */
+    uint32_t propagation;  /* sw_propagation_t (SW_AGENT_PROPAGATION) */
 } sw_config_t;
 
 /* Fills `cfg` with the defaults (empty names are resolved by sw_init). Any thread. */
@@ -274,6 +289,21 @@ void sw_entry_span_begin(const char *operation, const char *sw8);
 void sw_entry_span_begin_headers(const char *operation, const char *sw8,
                                  const char *sw8_correlation, const char *sw8_x);
 
+/*
+ * Same, also taking the incoming W3C Trace Context `traceparent` and `tracestate` values (each
+ * may be NULL), read as SW_AGENT_PROPAGATION says: with "sw8" (the default) they are ignored;
+ * with "tracecontext" only they are read (sw8, sw8-correlation and sw8-x are then ignored);
+ * with "sw8,tracecontext" a valid sw8 wins and a valid traceparent is used only without one;
+ * with "tracecontext,sw8" the other way round. A traceparent that wins continues its trace:
+ * its trace-id becomes the trace id (32 hex digits), its sampled flag decides sampling, its
+ * parent-id is tagged `w3c.parent_id` on the span, and when `tracestate` holds our `sw` member
+ * (written by sw_inject_w3c upstream, forwarded by any W3C service in between) a CrossProcess
+ * reference is recorded as for sw8. The other members of a valid tracestate are kept and sent
+ * on by sw_inject_w3c. Invalid values are ignored, whole (README "W3C Trace Context").
+ */
+void sw_entry_span_begin_w3c(const char *operation, const char *sw8, const char *sw8_correlation,
+                             const char *sw8_x, const char *traceparent, const char *tracestate);
+
 /* Opens an exit span (a call to another process) to `peer` ("host:port", copied, may be NULL). */
 void sw_exit_span_begin(const char *operation, const char *peer);
 
@@ -321,6 +351,31 @@ int sw_span_log(const sw_kv_t *kvs, size_t n);
  */
 int sw_inject(char *sw8, size_t sw8_len, char *correlation, size_t correlation_len, char *sw8_x,
               size_t sw8_x_len);
+
+/* Buffer sizes that always suffice for sw_inject_w3c. */
+#define SW_TRACEPARENT_MAX 56
+#define SW_TRACESTATE_MAX  1024
+
+/*
+ * Writes the W3C Trace Context header values for the active exit span, each NUL-terminated
+ * into a caller buffer (a NULL buffer skips that header), whatever SW_AGENT_PROPAGATION says
+ * (the setting decides what the bundled instrumentation sends):
+ *   traceparent  "00-<trace-id>-<parent-id>-01": trace-id is the trace id when it is 32 hex
+ *                digits, else a 128-bit hash of it; parent-id is a 64-bit hash of the segment
+ *                id and the span id (the same for every call on this span);
+ *   tracestate   our member `sw=` (parent segment, span, service, instance, endpoint, peer:
+ *                what traceparent has no field for, at most 256 bytes) first, then the members
+ *                that came in with the trace's entry span (never another `sw`, at most 32
+ *                members in all, trimmed as the specification says).
+ * In a trace that is not recorded because its incoming traceparent had the sampled flag off,
+ * that traceparent is passed on unchanged but for flags 00 (there is no span of ours to name;
+ * tracestate empty), so that the downstream keeps the decision: 0 is returned.
+ * Returns 0; SW_ENOSPAN; SW_ENOTEXIT; SW_ENOTRACED (unsampled otherwise: send nothing);
+ * SW_ENOSPACE (a buffer too small; both are then empty strings). Any thread, about its own
+ * active span.
+ */
+int sw_inject_w3c(char *traceparent, size_t traceparent_len, char *tracestate,
+                  size_t tracestate_len);
 
 /* Correlation data travels with the trace in `sw8-correlation`. */
 #define SW_CORRELATION_MAX_ELEMENTS 3

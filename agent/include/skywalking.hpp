@@ -167,6 +167,18 @@ struct propagation_headers {
     }
 };
 
+/* The outgoing W3C Trace Context values of an exit span (sw_inject_w3c). */
+struct w3c_headers {
+    int status = SW_ENOSPAN; /* 0, SW_ENOSPAN, SW_ENOTEXIT, SW_ENOTRACED (send none) */
+    char traceparent[SW_TRACEPARENT_MAX] = "";
+    char tracestate[SW_TRACESTATE_MAX] = "";
+
+    bool ok() const noexcept
+    {
+        return status == 0;
+    }
+};
+
 /* What the three guards share: the setters, and ending the span when the scope ends. */
 class span
 {
@@ -284,22 +296,28 @@ class span
 };
 
 /* A request arriving in this process, continuing the upstream trace of its incoming sw8,
-   sw8-correlation and sw8-x header values (each may be absent: nullptr or an empty view). */
+   sw8-correlation, sw8-x, traceparent and tracestate header values (each may be absent:
+   nullptr or an empty view; which wins is sw_entry_span_begin_w3c's rule). */
 class entry_span : public span
 {
   public:
     explicit entry_span(const char *operation, const char *sw8 = nullptr,
-                        const char *sw8_correlation = nullptr, const char *sw8_x = nullptr) noexcept
+                        const char *sw8_correlation = nullptr, const char *sw8_x = nullptr,
+                        const char *traceparent = nullptr,
+                        const char *tracestate = nullptr) noexcept
     {
-        sw_entry_span_begin_headers(operation, sw8, sw8_correlation, sw8_x);
+        sw_entry_span_begin_w3c(operation, sw8, sw8_correlation, sw8_x, traceparent, tracestate);
     }
     explicit entry_span(std::string_view operation, std::string_view sw8 = {},
-                        std::string_view sw8_correlation = {}, std::string_view sw8_x = {}) noexcept
+                        std::string_view sw8_correlation = {}, std::string_view sw8_x = {},
+                        std::string_view traceparent = {},
+                        std::string_view tracestate = {}) noexcept
     {
         detail::short_text op(operation);
         detail::header_text h(detail::optional(sw8)), corr(detail::optional(sw8_correlation));
-        detail::short_text x(detail::optional(sw8_x));
-        sw_entry_span_begin_headers(op.get(), h.get(), corr.get(), x.get());
+        detail::short_text x(detail::optional(sw8_x)), tp(detail::optional(traceparent));
+        detail::header_text ts(detail::optional(tracestate));
+        sw_entry_span_begin_w3c(op.get(), h.get(), corr.get(), x.get(), tp.get(), ts.get());
     }
 };
 
@@ -323,6 +341,15 @@ class exit_span : public span
         propagation_headers h;
         h.status = sw_inject(h.sw8, sizeof h.sw8, h.correlation, sizeof h.correlation, h.sw8_x,
                              sizeof h.sw8_x);
+        return h;
+    }
+
+    /* The traceparent and tracestate values to send with the outgoing request. */
+    w3c_headers inject_w3c() const noexcept
+    {
+        w3c_headers h;
+        h.status =
+            sw_inject_w3c(h.traceparent, sizeof h.traceparent, h.tracestate, sizeof h.tracestate);
         return h;
     }
 };

@@ -1,7 +1,8 @@
 /*
  * preload_curl.c - libcurl's easy interface: every curl_easy_perform becomes an exit span
  * (layer Http, peer host:port, tags url / http.method / http.status_code, error on a failed
- * transfer or a status >= 400) and the request carries sw8, sw8-correlation and sw8-x.
+ * transfer or a status >= 400) and the request carries sw8, sw8-correlation and sw8-x, and/or
+ * traceparent and tracestate, as SW_AGENT_PROPAGATION says.
  *
  * libcurl cannot give back the header list a caller set, so curl_easy_setopt is interposed to
  * remember, per handle, the caller's CURLOPT_HTTPHEADER list and CURLOPT_URL. For a traced
@@ -16,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../src/core/propagate.h"
 #include "preload.h"
 #include "preload_curl.h"
 #include "preload_handle_map.h"
@@ -218,14 +220,39 @@ void sw__curl_span_tags(const char *url)
     sw_span_tag("url", url);
 }
 
+/* Whether the caller's list already carries a header `name` ("traceparent:"): the caller's
+   own trace context is then left alone. */
+static bool caller_has(const struct curl_slist *caller, const char *name)
+{
+    size_t n = strlen(name);
+    for (const struct curl_slist *c = caller; c != NULL; c = c->next) {
+        if (c->data != NULL && strncasecmp(c->data, name, n) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
 struct curl_slist *sw__curl_headers_build(const sw__curl_fns_t *f, const struct curl_slist *caller)
 {
-    static const char *const names[3] = {"sw8: ", "sw8-correlation: ", "sw8-x: "};
+    enum { N = 5 };
+    static const char *const names[N] = {
+        "sw8: ", "sw8-correlation: ", "sw8-x: ", "traceparent: ", "tracestate: "};
     char sw8[SW_SW8_MAX], corr[SW_CORRELATION_HEADER_MAX], x[SW_SW8_X_MAX];
-    if (sw_inject(sw8, sizeof sw8, corr, sizeof corr, x, sizeof x) != 0) {
+    char tp[SW_TRACEPARENT_MAX], ts[SW_TRACESTATE_MAX];
+    sw8[0] = corr[0] = x[0] = tp[0] = ts[0] = '\0';
+    /* SW_AGENT_PROPAGATION: the formats it names; nothing when the span is not traced. */
+    if (sw__propagation_sw8() && sw_inject(sw8, sizeof sw8, corr, sizeof corr, x, sizeof x) != 0) {
         return NULL;
     }
-    const char *values[3] = {sw8, corr, x};
+    if (sw__propagation_w3c() && !caller_has(caller, "traceparent:") &&
+        sw_inject_w3c(tp, sizeof tp, ts, sizeof ts) != 0 && sw8[0] == '\0') {
+        return NULL;
+    }
+    if (sw8[0] == '\0' && tp[0] == '\0') {
+        return NULL;
+    }
+    const char *values[N] = {sw8, corr, x, tp, ts};
     struct curl_slist *list = NULL;
     for (const struct curl_slist *c = caller; c != NULL; c = c->next) {
         struct curl_slist *grown = f->append(list, c->data);
@@ -234,11 +261,11 @@ struct curl_slist *sw__curl_headers_build(const sw__curl_fns_t *f, const struct 
         }
         list = grown;
     }
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < N; i++) {
         if (values[i][0] == '\0') {
             continue;
         }
-        char line[SW_SW8_MAX + 32];
+        char line[SW_SW8_MAX + SW_TRACESTATE_MAX + 32];
         snprintf(line, sizeof line, "%s%s", names[i], values[i]);
         struct curl_slist *grown = f->append(list, line);
         if (grown == NULL) {

@@ -42,8 +42,9 @@ void sw__curl_url_split(char *url, char *path, size_t path_len, char *peer, size
 /* Sets layer Http, component cURL and the url tag on the active span. */
 void sw__curl_span_tags(const char *url);
 
-/* The caller's headers plus sw8, sw8-correlation and sw8-x for the active exit span, or NULL
-   (not traced, or out of memory). Free with f->free_all. */
+/* The caller's headers plus, for the active exit span, sw8, sw8-correlation and sw8-x and/or
+   traceparent and tracestate (as SW_AGENT_PROPAGATION says; no traceparent when the caller set
+   one), or NULL (not traced, or out of memory). Free with f->free_all. */
 struct curl_slist *sw__curl_headers_build(const sw__curl_fns_t *f, const struct curl_slist *caller);
 
 /* Tags the outcome of a transfer on the active span: http.method, http.status_code, error

@@ -2,7 +2,8 @@
  * preload_mhd.c - libmicrohttpd: each call of the application's access handler that queues a
  * response (or makes a traced call) becomes an entry span: operation = the URL path, sw8 /
  * sw8-correlation / sw8-x taken from the request headers, tags http.method, url and
- * http.status_code, peer = the client's address, error for a status >= 400.
+ * http.status_code, peer = the client's address, error for a status >= 400. traceparent and
+ * tracestate are read too (sw_entry_span_begin_w3c: SW_AGENT_PROPAGATION decides which wins).
  *
  * libmicrohttpd calls the handler several times per request (headers, upload chunks, the final
  * call) and may serve many connections on one thread, so a span cannot stay open between calls:
@@ -22,6 +23,7 @@
 #include <sys/socket.h>
 
 #include "../src/core/ids.h"
+#include "../src/core/propagate.h"
 #include "preload.h"
 
 typedef struct handler_wrap {
@@ -124,9 +126,11 @@ static enum MHD_Result handler_traced(void *cls, struct MHD_Connection *connecti
                           upload_data_size, con_cls);
     }
     sw__span_mark_t mark;
-    sw__span_begin_entry_marked(url, header_get(connection, "sw8"),
-                                header_get(connection, "sw8-correlation"),
-                                header_get(connection, "sw8-x"), &mark);
+    bool w3c = sw__propagation_w3c(); /* W3C headers are looked up only when they are read */
+    sw__span_begin_entry_marked(
+        url, header_get(connection, "sw8"), header_get(connection, "sw8-correlation"),
+        header_get(connection, "sw8-x"), w3c ? header_get(connection, "traceparent") : NULL,
+        w3c ? header_get(connection, "tracestate") : NULL, &mark);
     sw__preload_pending_apply(&mark, false);
     handler_call_t call = {connection, 0, false};
     tls_call = &call;

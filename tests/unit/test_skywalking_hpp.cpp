@@ -48,7 +48,7 @@ struct recording {
     char path[256];
 };
 
-recording start_agent()
+recording start_agent(uint32_t propagation = SW_PROPAGATION_SW8)
 {
     recording r;
     char dir[] = "/tmp/sw-hpp-test-XXXXXX";
@@ -59,6 +59,7 @@ recording start_agent()
     std::snprintf(cfg.file_path, sizeof cfg.file_path, "%s", r.path);
     std::snprintf(cfg.service_name, sizeof cfg.service_name, "hpp-service");
     std::snprintf(cfg.instance_name, sizeof cfg.instance_name, "hpp-instance");
+    cfg.propagation = propagation;
     int rc = sw_init(&cfg);
     cr_assert_eq(rc, 0, "sw_init: %s", sw_strerror(rc));
     return r;
@@ -332,6 +333,37 @@ Test(hpp, exit_span_headers_continue_in_an_entry_span)
     cr_expect_eq(server->refs[0]->reftype, SKYWALKING__V3__REF_TYPE__CrossProcess);
     cr_expect_str_eq(server->refs[0]->parenttracesegmentid, client_seg->tracesegmentid);
     cr_expect_str_eq(server_seg->traceid, client_seg->traceid);
+    free_all(segments);
+}
+
+Test(hpp, w3c_headers_continue_in_an_entry_span)
+{
+    recording r = start_agent(SW_PROPAGATION_TRACECONTEXT);
+    std::string traceparent, tracestate;
+    {
+        skywalking::entry_span root("w3c-client");
+        skywalking::exit_span call("GET /w3c", "w3c:80");
+        skywalking::w3c_headers h = call.inject_w3c();
+        cr_assert(h.ok(), "inject_w3c: %s", sw_err_name(h.status));
+        traceparent = h.traceparent;
+        tracestate = h.tracestate;
+        cr_expect_eq(traceparent.size(), 55u);
+        cr_expect_eq(tracestate.rfind("sw=", 0), 0u, "%s", h.tracestate);
+    }
+    {
+        skywalking::entry_span server(std::string_view("GET /w3c"), {}, {}, {}, traceparent,
+                                      tracestate);
+    }
+    std::vector<Segment *> segments = stop_and_read(r);
+    cr_assert_eq(segments.size(), 2);
+    const Segment *client_seg = nullptr;
+    find_span(segments, "w3c-client", &client_seg);
+    const Segment *server_seg = segments[0] == client_seg ? segments[1] : segments[0];
+    cr_expect_str_eq(server_seg->traceid, client_seg->traceid);
+    cr_expect_eq(traceparent.compare(3, 32, client_seg->traceid), 0);
+    cr_assert_eq(server_seg->spans[0]->n_refs, 1);
+    cr_expect_str_eq(server_seg->spans[0]->refs[0]->parenttracesegmentid,
+                     client_seg->tracesegmentid);
     free_all(segments);
 }
 

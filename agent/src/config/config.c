@@ -22,7 +22,8 @@ typedef enum {
     KIND_INT32,
     KIND_UINT32,
     KIND_REPORTER,
-    KIND_BOOL
+    KIND_BOOL,
+    KIND_PROPAGATION
 } kind_t;
 
 typedef struct key_desc {
@@ -64,6 +65,7 @@ static const key_desc_t keys[] = {
     NUM("SW_BUFFER_CHANNEL_SIZE", KIND_UINT32, buffer_channel_size, 1, 1024),
     NUM("SW_BUFFER_BUFFER_SIZE", KIND_UINT32, buffer_buffer_size, 1, 1 << 20),
     NUM("SW_AGENT_MAX_SEGMENTS", KIND_UINT32, max_segments, 0, 1 << 24),
+    {"SW_AGENT_PROPAGATION", KIND_PROPAGATION, offsetof(sw_config_t, propagation), 0, 0, 0},
 };
 
 size_t sw__config_key_count(void)
@@ -188,6 +190,43 @@ static const char *value_shown(char *buf, size_t size, const char *key, const ch
     return sw__log_escape(buf, size, value != NULL ? value : "", value != NULL ? len : 0);
 }
 
+/* One item of SW_AGENT_PROPAGATION, blanks around it ignored: 1 sw8, 2 tracecontext, 0 other. */
+static int propagation_item(const char *s, size_t n)
+{
+    while (n > 0 && (s[0] == ' ' || s[0] == '\t')) {
+        s++;
+        n--;
+    }
+    while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t')) {
+        n--;
+    }
+    if (n == 3 && memcmp(s, "sw8", 3) == 0) {
+        return 1;
+    }
+    if (n == 12 && memcmp(s, "tracecontext", 12) == 0) {
+        return 2;
+    }
+    return 0;
+}
+
+/* "sw8", "tracecontext", "sw8,tracecontext" or "tracecontext,sw8" (sw_propagation_t). */
+static bool propagation_parse(const char *s, size_t len, uint32_t *mode)
+{
+    const char *comma = len > 0 ? memchr(s, ',', len) : NULL;
+    if (comma == NULL) {
+        int a = propagation_item(s, len);
+        *mode = a == 1 ? SW_PROPAGATION_SW8 : SW_PROPAGATION_TRACECONTEXT;
+        return a != 0;
+    }
+    size_t first = (size_t)(comma - s);
+    int a = propagation_item(s, first), b = propagation_item(comma + 1, len - first - 1);
+    if (a == 0 || b == 0 || a == b) {
+        return false;
+    }
+    *mode = a == 1 ? SW_PROPAGATION_SW8_TRACECONTEXT : SW_PROPAGATION_TRACECONTEXT_SW8;
+    return true;
+}
+
 int sw__config_set_n(sw_config_t *cfg, const char *key, const char *value, size_t len, char *errbuf,
                      size_t errlen)
 {
@@ -267,6 +306,18 @@ int sw__config_set_n(sw_config_t *cfg, const char *key, const char *value, size_
         sw__errbuf_printf(errbuf, errlen, "%s must be file, kafka or grpc, got '%s'", key,
                           value_shown(shown, sizeof shown, key, value, len));
         return SW_ECONFIG;
+    case KIND_PROPAGATION: {
+        uint32_t mode;
+        if (!propagation_parse(value, len, &mode)) {
+            sw__errbuf_printf(errbuf, errlen,
+                              "%s must be sw8, tracecontext, sw8,tracecontext or "
+                              "tracecontext,sw8, got '%s'",
+                              key, value_shown(shown, sizeof shown, key, value, len));
+            return SW_ECONFIG;
+        }
+        memcpy(field, &mode, sizeof mode);
+        return 0;
+    }
     }
     return SW_ECONFIG;
 }
@@ -333,6 +384,12 @@ int sw__config_finalize(sw_config_t *cfg, char *errbuf, size_t errlen)
                           "SW_BUFFER_CHANNEL_SIZE must be in 1..1024 and SW_BUFFER_BUFFER_SIZE "
                           "in 1..1048576 (got %u and %u)",
                           cfg->buffer_channel_size, cfg->buffer_buffer_size);
+        return SW_ECONFIG;
+    }
+    if (cfg->propagation > SW_PROPAGATION_TRACECONTEXT_SW8) {
+        sw__errbuf_printf(errbuf, errlen,
+                          "SW_AGENT_PROPAGATION must be one of sw_propagation_t (0..3), got %u",
+                          cfg->propagation);
         return SW_ECONFIG;
     }
     if (cfg->max_segments > (1u << 24)) {

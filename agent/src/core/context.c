@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../propagation/sw8.h"
+#include "../propagation/traceparent.h"
 #include "clock.h"
 
 _Thread_local sw__context_t sw__tls_context
@@ -170,6 +171,7 @@ void sw__context_push(sw__context_t *c, sw_span_type_t type, const char *op, con
 void sw__context_start(sw__context_t *c, sw_span_type_t type, const char *op, const char *peer,
                        const sw__sw8_t *upstream, int64_t now_ms)
 {
+    c->w3c_unsampled = false;
     if (op_ignored(op)) {
         c->noop_depth = 1;
         sw__counter_add(&c->counters.ignored, 1);
@@ -204,6 +206,13 @@ void sw__context_start(sw__context_t *c, sw_span_type_t type, const char *op, co
         memcpy(seg->trace_id, upstream->trace_id, n + 1);
     } else {
         sw__id_generate(&c->ids, now_ms, seg->trace_id);
+        if (sw__agent.config.propagation != SW_PROPAGATION_SW8) {
+            /* W3C in use: the trace id takes the W3C form (32 hex digits, a hash of the unique
+               id) so that both formats and both worlds' backends show the same id. */
+            char w3c[33];
+            sw__w3c_trace_id(seg->trace_id, w3c);
+            memcpy(seg->trace_id, w3c, sizeof w3c);
+        }
     }
     c->segment = seg;
     c->active = -1;

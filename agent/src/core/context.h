@@ -54,6 +54,12 @@ struct sw__context {
 
     /* Owning thread only. */
     bool key_set; /* the thread-exit destructor is armed */
+    /* The open no-op trace was begun by a W3C traceparent with the sampled flag off: its
+       trace-id and parent-id, which sw_inject_w3c passes on unchanged (flags 00) so that the
+       downstream keeps the decision. Cleared by every trace start (sw__context_start). */
+    bool w3c_unsampled;
+    char w3c_trace_id[33];
+    char w3c_parent_id[17];
     sw__segment_cache_t cache;
     sw__id_state_t ids;
 

@@ -4,8 +4,11 @@
  */
 #include <string.h>
 
+#include "propagate.h"
+
 #include "../propagation/correlation.h"
 #include "../propagation/sw8.h"
+#include "../propagation/tracestate.h"
 #include "clock.h"
 #include "context.h"
 
@@ -21,6 +24,27 @@ static void clear(char *buf, size_t len)
     }
 }
 
+bool sw__propagation_sw8(void)
+{
+    return sw__agent.config.propagation != SW_PROPAGATION_TRACECONTEXT;
+}
+
+bool sw__propagation_w3c(void)
+{
+    return sw__agent.config.propagation != SW_PROPAGATION_SW8;
+}
+
+/* The thread's active span when it is a recorded exit span, else NULL with *rc saying why. */
+static sw__span_t *exit_span(sw__context_t *c, int *rc)
+{
+    sw__span_t *sp = sw__context_active_span(c, rc);
+    if (sp != NULL && sp->type != SW_SPAN_EXIT) {
+        *rc = SW_ENOTEXIT;
+        return NULL;
+    }
+    return sp;
+}
+
 int sw_inject(char *sw8, size_t sw8_len, char *correlation, size_t correlation_len, char *sw8_x,
               size_t sw8_x_len)
 {
@@ -29,12 +53,9 @@ int sw_inject(char *sw8, size_t sw8_len, char *correlation, size_t correlation_l
     clear(sw8_x, sw8_x_len);
     int rc;
     sw__context_t *c = &sw__tls_context;
-    sw__span_t *sp = sw__context_active_span(c, &rc);
+    sw__span_t *sp = exit_span(c, &rc);
     if (sp == NULL) {
         return rc;
-    }
-    if (sp->type != SW_SPAN_EXIT) {
-        return SW_ENOTEXIT;
     }
     const sw__segment_t *seg = c->segment;
     sw__sw8_t out = {
@@ -62,6 +83,60 @@ int sw_inject(char *sw8, size_t sw8_len, char *correlation, size_t correlation_l
         clear(sw8, sw8_len);
         clear(correlation, correlation_len);
         clear(sw8_x, sw8_x_len);
+    }
+    return rc;
+}
+
+int sw_inject_w3c(char *traceparent, size_t traceparent_len, char *tracestate,
+                  size_t tracestate_len)
+{
+    clear(traceparent, traceparent_len);
+    clear(tracestate, tracestate_len);
+    int rc;
+    sw__context_t *c = &sw__tls_context;
+    sw__span_t *sp = exit_span(c, &rc);
+    if (sp == NULL && rc == SW_ENOTRACED && c->segment == NULL && c->w3c_unsampled) {
+        /* A W3C upstream decided against sampling: its context goes on unchanged (we have no
+           span of our own to name), flags 00, without tracestate (not kept for no-op traces). */
+        if (traceparent != NULL && sw__traceparent_encode(c->w3c_trace_id, c->w3c_parent_id, false,
+                                                          traceparent, traceparent_len) < 0) {
+            return SW_ENOSPACE;
+        }
+        return 0;
+    }
+    if (sp == NULL) {
+        return rc;
+    }
+    const sw__segment_t *seg = c->segment;
+    char trace_id[33], span_id[17];
+    sw__w3c_trace_id(seg->trace_id, trace_id);
+    sw__w3c_span_id(seg->segment_id, c->active, span_id);
+    if (traceparent != NULL &&
+        sw__traceparent_encode(trace_id, span_id, true, traceparent, traceparent_len) < 0) {
+        rc = SW_ENOSPACE;
+    }
+    if (tracestate != NULL) {
+        /* The trace id travels in our member only when traceparent cannot carry it. */
+        sw__swstate_t st = {
+            .trace_id = strcmp(trace_id, seg->trace_id) == 0 ? "" : seg->trace_id,
+            .segment_id = seg->segment_id,
+            .span_id = c->active,
+            .service = sw__agent.config.service_name,
+            .instance = sw__agent.config.instance_name,
+            .endpoint = nonempty(seg->spans[0].operation),
+            .peer = nonempty(sp->peer),
+        };
+        char ours[SW__TRACESTATE_ENTRY_MAX];
+        if (sw__swstate_encode(&st, ours, sizeof ours) < 0) {
+            ours[0] = '\0'; /* the fields do not fit: forward the others only */
+        }
+        if (sw__tracestate_build(ours, seg->tracestate, tracestate, tracestate_len) < 0) {
+            rc = SW_ENOSPACE;
+        }
+    }
+    if (rc != 0) {
+        clear(traceparent, traceparent_len);
+        clear(tracestate, tracestate_len);
     }
     return rc;
 }

@@ -46,6 +46,7 @@ void sw__segment_reset(sw__segment_t *seg)
     seg->correlation.count = 0;
     seg->trace_id[0] = '\0';
     seg->segment_id[0] = '\0';
+    seg->tracestate = NULL;
 }
 
 /* Bytes between the strings (growing up) and the attributes (growing down). */

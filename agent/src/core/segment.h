@@ -95,6 +95,9 @@ struct sw__segment {
     char segment_id[SW__SEGMENT_ID_MAX];
     sw_correlation_t correlation;
     sw__ref_t refs[SW__REFS_MAX];
+    /* The W3C tracestate members (other than our `sw`) that came in with the entry span that
+       began this segment, to forward on exits (in the arena; NULL: none). */
+    const char *tracestate;
 };
 
 /* Bytes of one block for these limits, or 0 when they are out of range. */

@@ -10,6 +10,7 @@
 
 #include "../propagation/correlation.h"
 #include "../propagation/sw8.h"
+#include "../propagation/tracestate.h"
 #include "clock.h"
 #include "context.h"
 
@@ -78,8 +79,86 @@ static void entry_apply_sw8x(sw__context_t *c, const char *sw8_x, int64_t now_ms
     }
 }
 
-void sw_entry_span_begin_headers(const char *operation, const char *sw8,
-                                 const char *sw8_correlation, const char *sw8_x)
+/* Opens the entry span continuing `up` (NULL: none): a new segment, or a push into the open
+   one. Returns whether the span is recorded. */
+static bool entry_open(sw__context_t *c, const char *operation, const sw__sw8_t *up, int64_t now)
+{
+    if (c->segment == NULL) {
+        sw__context_start(c, SW_SPAN_ENTRY, operation, NULL, up, now);
+    } else {
+        sw__context_push(c, SW_SPAN_ENTRY, operation, NULL, now);
+    }
+    if (c->segment == NULL || c->noop_depth != 0) {
+        return false;
+    }
+    if (up != NULL) {
+        /* Like SkyWalking's extract(): the segment joins the upstream trace. */
+        memcpy(c->segment->trace_id, up->trace_id, strlen(up->trace_id) + 1);
+    }
+    return true;
+}
+
+/* The entry span records where a valid sw8 came from. */
+static void entry_ref_sw8(sw__context_t *c, const sw__sw8_t *up)
+{
+    sw__context_add_ref(c, 0, up->trace_id, up->parent_segment_id, up->parent_span_id,
+                        up->parent_service, up->parent_instance, up->parent_endpoint, up->address);
+}
+
+/* The entry when SW_AGENT_PROPAGATION names tracecontext: traceparent against the valid sw8
+   (NULL: none). Out of line: its buffers are on the stack only while it runs. Returns whether
+   the span is recorded. */
+static __attribute__((noinline)) bool entry_w3c(sw__context_t *c, const char *operation,
+                                                const sw__sw8_t *sw8_up, bool sw8_first,
+                                                const char *traceparent, const char *tracestate,
+                                                int64_t now)
+{
+    sw__w3c_in_t in;
+    bool valid = sw__w3c_extract(traceparent, tracestate, &in, NULL) == 0;
+    bool use = valid && (sw8_up == NULL || !sw8_first);
+    sw__sw8_t up = {0};
+    if (use) {
+        up.sample = in.tp.flags & 1;
+        up.trace_id = in.trace_id;
+    }
+    bool starts = c->segment == NULL;
+    if (!entry_open(c, operation, use ? &up : sw8_up, now)) {
+        if (use && starts && c->segment == NULL && up.sample == 0) {
+            /* Not sampled upstream: remembered to be passed on (sw_inject_w3c). */
+            c->w3c_unsampled = true;
+            memcpy(c->w3c_trace_id, in.tp.trace_id, sizeof c->w3c_trace_id);
+            memcpy(c->w3c_parent_id, in.tp.parent_id, sizeof c->w3c_parent_id);
+        }
+        return false;
+    }
+    if (use) {
+        if (in.has_ref) {
+            sw__context_add_ref(c, 0, in.trace_id, in.st.segment_id, in.st.span_id, in.st.service,
+                                in.st.instance, in.st.endpoint, in.st.peer);
+        }
+        sw_span_tag("w3c.parent_id", in.tp.parent_id);
+    } else if (sw8_up != NULL) {
+        entry_ref_sw8(c, sw8_up);
+    }
+    /* The other vendors' members travel on with this trace: kept when traceparent belongs to
+       the trace the segment continues, and only by the span that began the segment (a span
+       removed again by span_mark.h must not leave a pointer into the arena behind). */
+    sw__segment_t *seg = c->segment;
+    char mapped[33];
+    sw__w3c_trace_id(seg->trace_id, mapped);
+    if (valid && starts && in.others[0] != '\0' && memcmp(mapped, in.tp.trace_id, 33) == 0) {
+        size_t n = sw__tracestate_trim(in.others, SW__TRACESTATE_MEMBERS_MAX - 1,
+                                       SW_TRACESTATE_MAX - 2 - SW__TRACESTATE_ENTRY_MAX);
+        if (n > 0) {
+            const char *kept = sw__segment_strndup(seg, in.others, n);
+            seg->tracestate = strlen(kept) == n ? kept : NULL; /* cut by a full arena: drop */
+        }
+    }
+    return true;
+}
+
+void sw_entry_span_begin_w3c(const char *operation, const char *sw8, const char *sw8_correlation,
+                             const char *sw8_x, const char *traceparent, const char *tracestate)
 {
     sw__context_t *c = &sw__tls_context;
     if (c->segment == NULL && c->noop_depth != 0) {
@@ -97,6 +176,10 @@ void sw_entry_span_begin_headers(const char *operation, const char *sw8,
         sw__context_push(c, SW_SPAN_ENTRY, operation, NULL, now); /* over the limit: no-op */
         return;
     }
+    uint32_t mode = sw__agent.config.propagation;
+    if (mode == SW_PROPAGATION_TRACECONTEXT) {
+        sw8 = sw8_correlation = sw8_x = NULL; /* SkyWalking's headers are not read */
+    }
     /* Parse on the stack: the header length bounds the scratch it needs. */
     char scratch[SW__SW8_HEADER_MAX + 16];
     sw__sw8_t up;
@@ -108,20 +191,18 @@ void sw_entry_span_begin_headers(const char *operation, const char *sw8,
             sw__counter_add(&c->counters.sw8_invalid, 1);
         }
     }
-    if (c->segment == NULL) {
-        sw__context_start(c, SW_SPAN_ENTRY, operation, NULL, valid ? &up : NULL, now);
+    bool recorded;
+    if (mode != SW_PROPAGATION_SW8 && traceparent != NULL) {
+        recorded = entry_w3c(c, operation, valid ? &up : NULL,
+                             mode == SW_PROPAGATION_SW8_TRACECONTEXT, traceparent, tracestate, now);
     } else {
-        sw__context_push(c, SW_SPAN_ENTRY, operation, NULL, now);
+        recorded = entry_open(c, operation, valid ? &up : NULL, now);
+        if (recorded && valid) {
+            entry_ref_sw8(c, &up);
+        }
     }
-    if (c->segment == NULL || c->noop_depth != 0) {
-        return; /* not recorded */
-    }
-    if (valid) {
-        /* Like SkyWalking's extract(): the segment joins the upstream trace, the entry span
-           records where it came from. */
-        memcpy(c->segment->trace_id, up.trace_id, strlen(up.trace_id) + 1);
-        sw__context_add_ref(c, 0, up.trace_id, up.parent_segment_id, up.parent_span_id,
-                            up.parent_service, up.parent_instance, up.parent_endpoint, up.address);
+    if (!recorded) {
+        return;
     }
     if (sw8_correlation != NULL) {
         sw__correlation_decode(sw8_correlation, strnlen(sw8_correlation, 8192),
@@ -130,6 +211,12 @@ void sw_entry_span_begin_headers(const char *operation, const char *sw8,
     if (sw8_x != NULL) {
         entry_apply_sw8x(c, sw8_x, now);
     }
+}
+
+void sw_entry_span_begin_headers(const char *operation, const char *sw8,
+                                 const char *sw8_correlation, const char *sw8_x)
+{
+    sw_entry_span_begin_w3c(operation, sw8, sw8_correlation, sw8_x, NULL, NULL);
 }
 
 void sw_entry_span_begin(const char *operation, const char *sw8)

@@ -45,11 +45,12 @@ void sw__span_begin_local_marked(const char *operation, sw__span_mark_t *mark)
 }
 
 void sw__span_begin_entry_marked(const char *operation, const char *sw8, const char *correlation,
-                                 const char *sw8_x, sw__span_mark_t *mark)
+                                 const char *sw8_x, const char *traceparent, const char *tracestate,
+                                 sw__span_mark_t *mark)
 {
     sw__context_t *c = &sw__tls_context;
     mark_before(c, mark);
-    sw_entry_span_begin_headers(operation, sw8, correlation, sw8_x);
+    sw_entry_span_begin_w3c(operation, sw8, correlation, sw8_x, traceparent, tracestate);
     mark_after(c, mark);
 }
 

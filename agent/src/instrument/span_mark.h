@@ -36,11 +36,12 @@ typedef struct sw__span_mark {
     uint32_t correlation_after;
 } sw__span_mark_t;
 
-/* sw_local_span_begin / sw_entry_span_begin_headers / sw_exit_span_begin that also fill `mark`;
+/* sw_local_span_begin / sw_entry_span_begin_w3c / sw_exit_span_begin that also fill `mark`;
    mark->span_id == 0 means the begin started a new segment. */
 void sw__span_begin_local_marked(const char *operation, sw__span_mark_t *mark);
 void sw__span_begin_entry_marked(const char *operation, const char *sw8, const char *correlation,
-                                 const char *sw8_x, sw__span_mark_t *mark);
+                                 const char *sw8_x, const char *traceparent, const char *tracestate,
+                                 sw__span_mark_t *mark);
 void sw__span_begin_exit_marked(const char *operation, const char *peer, sw__span_mark_t *mark);
 
 /*

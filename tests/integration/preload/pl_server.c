@@ -12,7 +12,8 @@
  *                               the last one /fail)
  *
  * Paths: /leaf (200), /fail (503), /needs-header (200 if the request has "X-Test: 1", else
- * 412), /spawn/N, /fork. Every wait is bounded; a failure prints why and exits non-zero.
+ * 412), /w3c-only (200 if the request has a traceparent and no sw8, else 412), /spawn/N, /fork.
+ * Every wait is bounded; a failure prints why and exits non-zero.
  */
 #include <curl/curl.h>
 #include <microhttpd.h>
@@ -183,6 +184,10 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     } else if (strcmp(url, "/needs-header") == 0) {
         const char *v = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Test");
         status = v != NULL && strcmp(v, "1") == 0 ? 200 : 412;
+    } else if (strcmp(url, "/w3c-only") == 0) {
+        bool w3c = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "traceparent") != NULL;
+        bool sw8 = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "sw8") != NULL;
+        status = w3c && !sw8 ? 200 : 412;
     } else if (strncmp(url, "/spawn/", 7) == 0) {
         status = spawn((unsigned)atoi(url + 7));
     } else if (strcmp(url, "/fork") == 0) {

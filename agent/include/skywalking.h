@@ -39,31 +39,43 @@
 extern "C" {
 #endif
 
-/* Error codes: 0 is success, every error is negative. */
-#define SW_ERRNO_MAP(X)                                                                           \
-    X(INVAL, -1, "invalid argument")                                                              \
-    X(NOMEM, -2, "out of memory")                                                                 \
-    X(CONFIG, -3, "invalid configuration")                                                        \
-    X(STATE, -4, "not allowed in the agent's current state")                                      \
-    X(NOSPAN, -5, "no active span on this thread")                                                \
-    X(NOTEXIT, -6, "the active span is not an exit span")                                         \
-    X(NOTRACED, -7, "the active span is not recorded (trace not sampled or over the span limit)") \
-    X(NOSPACE, -8, "the caller's buffer is too small")                                            \
-    X(LIMIT, -9, "a size or count limit was reached")                                             \
-    X(NOTFOUND, -10, "no such key")                                                               \
-    X(IO, -11, "input/output error")                                                              \
-    X(THREAD, -12, "could not start a thread")                                                    \
-    X(NOTSUP, -13, "not supported by this build")
+/*
+ * Error codes: SW_OK (0) is success, every error is a negative code from this table, in the
+ * agent's own range -301..-399. The agent's two libraries have their own ranges,
+ * libdatacarrier -101..-199 (DC_E*) and libkproducer -201..-299 (KP_E*), so no number means
+ * two things. Append a new code at the end with the next free number; never renumber.
+ */
+#define SW_ERRNO_MAP(X)                                                             \
+    X(INVAL, -301, "invalid argument")                                              \
+    X(NOMEM, -302, "out of memory")                                                 \
+    X(CONFIG, -303, "invalid configuration")                                        \
+    X(STATE, -304, "not allowed in the agent's current state")                      \
+    X(NOSPAN, -305, "no active span on this thread")                                \
+    X(NOTEXIT, -306, "the active span is not an exit span")                         \
+    X(NOTRACED, -307,                                                               \
+      "the active span is not recorded (trace not sampled or over the span limit)") \
+    X(NOSPACE, -308, "the caller's buffer is too small")                            \
+    X(LIMIT, -309, "a size or count limit was reached")                             \
+    X(NOTFOUND, -310, "no such key")                                                \
+    X(IO, -311, "input/output error")                                               \
+    X(THREAD, -312, "could not start a thread")                                     \
+    X(NOTSUP, -313, "not supported by this build")
 
 typedef enum sw_errno {
+    SW_OK = 0,
 #define SW_ERRNO_ENUM(name, code, text) SW_E##name = code,
     SW_ERRNO_MAP(SW_ERRNO_ENUM)
 #undef SW_ERRNO_ENUM
 } sw_errno_t;
 
-/* Returns "SW_EINVAL" etc. for a code, "SW_OK" for 0, "unknown" otherwise. Never NULL. */
+/*
+ * Returns "SW_OK" for 0, "SW_EINVAL" etc. for a code of the table, and also the name of a
+ * DC_E* or KP_E* code of the two libraries the agent is built on ("DC_ENOMEM",
+ * "KP_EMSG_SIZE_TOO_LARGE"), "unknown" for anything else. Never NULL; any thread.
+ */
 const char *sw_err_name(int code);
-/* Returns the human message for a code. Never NULL. */
+/* Returns the human message for a code, an SW_E*, DC_E* or KP_E* one ("success" for 0,
+ * "unknown error" for anything else). Never NULL; any thread. */
 const char *sw_strerror(int code);
 
 /* ----------------------------------------------------------------------------------------- */

@@ -49,7 +49,8 @@ extern "C" {
     X(BROKER, -216, "the broker rejected the record with a non-retriable error")        \
     X(UNKNOWN_PARTITION, -217, "partition out of range for the topic")                  \
     X(RETRIES_EXHAUSTED, -218, "retriable error after all retries were used")           \
-    X(TIMED_OUT, -219, "operation timed out")
+    X(TIMED_OUT, -219, "operation timed out")                                           \
+    X(NETWORK, -220, "broker connection failed: refused, unreachable, reset or closed")
 
 typedef enum kp_errno {
     KP_OK = 0,

@@ -214,9 +214,9 @@ void sw_config_init(sw_config_t *cfg);
 
 /*
  * Sets one setting by its environment name (`key`, e.g. "SW_AGENT_SAMPLE") from text. Returns
- * SW_OK; SW_EINVAL (cfg or key NULL, or value NULL); or SW_ECONFIG for an unknown key or a bad
- * value. On an error a message naming the key is written to errbuf (if not NULL) and `cfg` is
- * unchanged. Any thread; pure (no I/O).
+ * SW_OK; SW_EINVAL (cfg or key NULL; a NULL value is the empty value); or SW_ECONFIG for an
+ * unknown key or a bad value. On an error a message naming the key is written to errbuf (if not
+ * NULL) and `cfg` is unchanged. Any thread; pure (no I/O).
  */
 int sw_config_set(sw_config_t *cfg, const char *key, const char *value, char *errbuf,
                   size_t errlen);

@@ -111,8 +111,8 @@ Test(error_codes, numbers_outside_the_tables_are_unknown)
         for (size_t l = 0; l < COUNT(libraries); l++) {
             cr_expect_str_eq(libraries[l].err_name(others[i]), "unknown", "%s_err_name(%d)",
                              libraries[l].prefix, others[i]);
-            cr_expect_str_eq(libraries[l].strerror(others[i]), "unknown error",
-                             "%s_strerror(%d)", libraries[l].prefix, others[i]);
+            cr_expect_str_eq(libraries[l].strerror(others[i]), "unknown error", "%s_strerror(%d)",
+                             libraries[l].prefix, others[i]);
         }
     }
     /* A code of one library is unknown to another's own functions. */

@@ -62,8 +62,7 @@ Test(error_paths_dc, create_einval_for_each_bad_argument)
     expect_create(DC_EINVAL, NULL, 1, 8, DC_STRATEGY_BLOCKING, ok, "name");
     expect_create(DC_EINVAL, "x", 0, 8, DC_STRATEGY_BLOCKING, ok, "channel_size");
     expect_create(DC_EINVAL, "x", 1, 0, DC_STRATEGY_BLOCKING, ok, "buffer_size");
-    expect_create(DC_EINVAL, "x", 1, (UINT32_C(1) << 30) + 1, DC_STRATEGY_BLOCKING, ok,
-                  "maximum");
+    expect_create(DC_EINVAL, "x", 1, (UINT32_C(1) << 30) + 1, DC_STRATEGY_BLOCKING, ok, "maximum");
     expect_create(DC_EINVAL, "x", UINT32_MAX, UINT32_C(1) << 30, DC_STRATEGY_BLOCKING, ok,
                   "overflows");
     expect_create(DC_EINVAL, "x", 1, 8, (dc_strategy_t)7, ok, "strategy");

@@ -32,8 +32,7 @@ static kp_producer_t *producer(const char *bootstrap, const char *const *kv)
 {
     kp_conf_t *c = kp_conf_new();
     cr_assert_not_null(c);
-    cr_assert_eq(kp_conf_set(c, "bootstrap.servers", bootstrap, err, sizeof err), KP_OK, "%s",
-                 err);
+    cr_assert_eq(kp_conf_set(c, "bootstrap.servers", bootstrap, err, sizeof err), KP_OK, "%s", err);
     for (; kv && kv[0]; kv += 2) {
         cr_assert_eq(kp_conf_set(c, kv[0], kv[1], err, sizeof err), KP_OK, "%s", err);
     }
@@ -226,8 +225,8 @@ static bool broker_got_a_request(void *arg)
 Test(error_paths_kp, send_ebuffer_timeout_flush_and_close_etimed_out)
 {
     sb_broker_t *sb = sb_start(TOPIC, 1, hold_everything, NULL);
-    const char *kv[] = {"batch.size", "1024", "buffer.memory",     "1024",
-                        "linger.ms",  "0",    "max.block.ms",      "300",
+    const char *kv[] = {"batch.size", "1024", "buffer.memory",      "1024",
+                        "linger.ms",  "0",    "max.block.ms",       "300",
                         "acks",       "1",    "enable.idempotence", "false",
                         NULL};
     kp_producer_t *p = producer(sb->bootstrap, kv);

@@ -118,29 +118,32 @@ Test(error_paths_sw, init_ethread_when_no_thread_can_start)
     cr_assert(!sw_enabled());
 }
 
-/* Every setter and query with no span open: SW_ENOSPAN (the agent runs or not). */
-static void expect_all_enospan(void)
+/* Every setter and query on the active span returns `code`: SW_ENOSPAN with no span open (the
+ * agent on or off), SW_ENOTRACED on a span that is not recorded. */
+static void expect_span_functions(int code)
 {
     const sw_kv_t kv = {"k", "v"};
     char buf[SW_SW8_MAX];
     sw_snapshot_t snap;
-    cr_expect_eq(sw_span_set_component(1), SW_ENOSPAN);
-    cr_expect_eq(sw_span_set_layer(SW_LAYER_HTTP), SW_ENOSPAN);
-    cr_expect_eq(sw_span_set_peer("p:1"), SW_ENOSPAN);
-    cr_expect_eq(sw_span_set_error(true), SW_ENOSPAN);
-    cr_expect_eq(sw_span_tag("k", "v"), SW_ENOSPAN);
-    cr_expect_eq(sw_span_log(&kv, 1), SW_ENOSPAN);
-    cr_expect_eq(sw_inject(buf, sizeof buf, NULL, 0, NULL, 0), SW_ENOSPAN);
-    cr_expect_eq(sw_correlation_set("k", "v"), SW_ENOSPAN);
-    cr_expect_eq(sw_correlation_get("k", buf, sizeof buf), SW_ENOSPAN);
-    cr_expect_eq(sw_capture(&snap), SW_ENOSPAN);
+    cr_expect_eq(sw_span_set_component(1), code);
+    cr_expect_eq(sw_span_set_layer(SW_LAYER_HTTP), code);
+    cr_expect_eq(sw_span_set_peer("p:1"), code);
+    cr_expect_eq(sw_span_set_error(true), code);
+    cr_expect_eq(sw_span_tag("k", "v"), code);
+    cr_expect_eq(sw_span_log(&kv, 1), code);
+    cr_expect_eq(sw_inject(buf, sizeof buf, NULL, 0, NULL, 0), code);
+    cr_expect_str_eq(buf, "", "no sw8 to send");
+    cr_expect_eq(sw_correlation_set("k", "v"), code);
+    cr_expect_eq(sw_correlation_get("k", buf, sizeof buf), code);
+    cr_expect_eq(sw_capture(&snap), code);
+    cr_expect_eq(sw_continue(&snap), SW_EINVAL, "a snapshot that captured nothing is refused");
 }
 
 Test(error_paths_sw, span_functions_enospan_off_and_on)
 {
-    expect_all_enospan();
+    expect_span_functions(SW_ENOSPAN);
     agent_test_start(agent_test_path(), NULL);
-    expect_all_enospan();
+    expect_span_functions(SW_ENOSPAN);
     agent_test_stop();
 }
 
@@ -149,21 +152,7 @@ Test(error_paths_sw, span_functions_enotraced_on_an_unsampled_trace)
     agent_test_start(agent_test_path(), NULL);
     sw_entry_span_begin("GET /unsampled", SW8_UNSAMPLED);
     sw_exit_span_begin("call", "db:5432");
-    const sw_kv_t kv = {"k", "v"};
-    char buf[SW_SW8_MAX];
-    sw_snapshot_t snap;
-    cr_expect_eq(sw_span_set_component(1), SW_ENOTRACED);
-    cr_expect_eq(sw_span_set_layer(SW_LAYER_HTTP), SW_ENOTRACED);
-    cr_expect_eq(sw_span_set_peer("p:1"), SW_ENOTRACED);
-    cr_expect_eq(sw_span_set_error(true), SW_ENOTRACED);
-    cr_expect_eq(sw_span_tag("k", "v"), SW_ENOTRACED);
-    cr_expect_eq(sw_span_log(&kv, 1), SW_ENOTRACED);
-    cr_expect_eq(sw_inject(buf, sizeof buf, NULL, 0, NULL, 0), SW_ENOTRACED);
-    cr_expect_str_eq(buf, "", "send no sw8 for an unsampled trace");
-    cr_expect_eq(sw_correlation_set("k", "v"), SW_ENOTRACED);
-    cr_expect_eq(sw_correlation_get("k", buf, sizeof buf), SW_ENOTRACED);
-    cr_expect_eq(sw_capture(&snap), SW_ENOTRACED);
-    cr_expect_eq(sw_continue(&snap), SW_EINVAL, "a snapshot of an unsampled span is refused");
+    expect_span_functions(SW_ENOTRACED);
     sw_span_end();
     sw_span_end();
     sw_stats_t st = agent_test_stop();

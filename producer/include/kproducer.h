@@ -178,8 +178,8 @@ int kp_producer_new(const kp_conf_t *conf, kp_producer_t **out, char *errbuf, si
  *   KP_EUNKNOWN_PARTITION   partition not below the topic's partition count;
  *   KP_EBUFFER_TIMEOUT      no buffer memory freed within what is left of max.block.ms;
  *   KP_ECLOSED              kp_stop_accepting() or kp_close() has begun;
- *   KP_ENOMEM               out of memory (for the topic's state, or for more than 16
- *                           headers).
+ *   KP_ENOMEM               out of memory (for the topic's state, more than 16 headers, or
+ *                           a batch's memory within buffer.memory).
  * Any thread, a delivery callback too (then it never waits, see kp_delivery_cb_t); blocks only
  * as described.
  * Shutdown: once kp_close() has begun, a kp_send() blocked waiting for metadata or buffer

@@ -128,9 +128,9 @@ typedef struct kp_header {
  * KP_ENOMEM (out of memory for the request, after the retries) or KP_ECLOSED (failed by
  * kp_close). Runs on the producer's sender thread, also for the records kp_close() fails,
  * exactly once for every record kp_send() accepted. It must not block for long and must not
- * call kp_flush()/kp_close(). It may call kp_send() (on any producer): on the sender thread
- * kp_send never waits, so a record that needs metadata the producer does not have yet or
- * buffer memory that is not free fails at once (KP_EMETADATA_TIMEOUT, KP_EUNKNOWN_TOPIC,
+ * call kp_flush()/kp_close(). It may call kp_send() on the same producer: on its own sender
+ * thread kp_send never waits, so a record that needs metadata the producer does not have yet
+ * or buffer memory that is not free fails at once (KP_EMETADATA_TIMEOUT, KP_EUNKNOWN_TOPIC,
  * KP_EBUFFER_TIMEOUT) instead of stalling the thread that would end the wait.
  */
 typedef void (*kp_delivery_cb_t)(void *opaque, int error, int32_t partition, int64_t offset);
@@ -180,8 +180,8 @@ int kp_producer_new(const kp_conf_t *conf, kp_producer_t **out, char *errbuf, si
  *   KP_ECLOSED              kp_stop_accepting() or kp_close() has begun;
  *   KP_ENOMEM               out of memory (for the topic's state, more than 16 headers, or
  *                           a batch's memory within buffer.memory).
- * Any thread, a delivery callback too (then it never waits, see kp_delivery_cb_t); blocks only
- * as described.
+ * Any thread, a delivery callback of p too (then it never waits, see kp_delivery_cb_t);
+ * blocks only as described.
  * Shutdown: once kp_close() has begun, a kp_send() blocked waiting for metadata or buffer
  * memory returns KP_ECLOSED at once (it does not sit out max.block.ms), and a kp_send()
  * that starts meanwhile returns KP_ECLOSED; kp_close() waits for every such caller to leave
@@ -214,8 +214,8 @@ void kp_stop_accepting(kp_producer_t *p);
  * every record still pending with KP_ECLOSED (their callbacks run before this returns),
  * stops the sender thread and frees the producer. Returns KP_OK when everything was delivered,
  * KP_ETIMED_OUT when records had to be failed, or KP_EINVAL (p NULL; nothing happens).
- * p is invalid afterwards. Call once, from a
- * thread that is not inside kp_send() on the same producer (not from a callback).
+ * p is invalid afterwards. Call once, from a thread that is not inside kp_send() on the same
+ * producer (not from a callback).
  * Other threads may be inside kp_send() when it is called, even blocked there for up to
  * max.block.ms (broker down, buffer full): kp_close() first wakes them (they return
  * KP_ECLOSED) and waits until they have all left kp_send(), which takes no network time;

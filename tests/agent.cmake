@@ -12,6 +12,15 @@ if(TARGET skywalking)
                                             ${CMAKE_CURRENT_SOURCE_DIR}/unit)
   endforeach()
 
+  # The three error tables (DC_E*, KP_E*, SW_E*): disjoint ranges, a name and a message for every
+  # code; and every error skywalking.h documents, called (tests/unit/test_error_paths_sw.c).
+  sw_add_unit_test(test_error_codes SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_error_codes.c
+                   LIBS skywalking kproducer datacarrier)
+  sw_add_unit_test(test_error_paths_sw
+                   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_error_paths_sw.c
+                   LIBS skywalking)
+  target_include_directories(test_error_paths_sw PRIVATE ${PROJECT_SOURCE_DIR}/agent/src)
+
   # The direct SegmentObject writer against protobuf-c's packing (tests/support/segment_pbc.c).
   sw_add_unit_test(test_segment_encode
                    SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_segment_encode.c

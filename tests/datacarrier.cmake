@@ -3,6 +3,10 @@ if(TARGET datacarrier)
   sw_add_unit_test(test_datacarrier
     SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_datacarrier.c
     LIBS datacarrier)
+  # Every error datacarrier.h documents, called (tests/unit/test_error_paths_dc.c).
+  sw_add_unit_test(test_error_paths_dc
+    SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_error_paths_dc.c
+    LIBS datacarrier)
   # 4 producers x 1M items per strategy in the default build; sanitizer builds scale down
   # (see the top of the file; DC_STRESS_ITEMS overrides the per-producer count).
   sw_add_unit_test(test_datacarrier_stress

@@ -7,6 +7,9 @@ sw_add_unit_test(test_producer_conf SOURCES unit/test_producer_conf.c LIBS kprod
 # real broker, a few seconds, every preset.
 sw_add_unit_test(test_producer_sender SOURCES unit/test_producer_sender.c
                  support/scripted_broker.c LIBS kproducer_internal TIMEOUT 120)
+# Every error kproducer.h documents, called; what needs a broker against the scripted broker.
+sw_add_unit_test(test_error_paths_kp SOURCES unit/test_error_paths_kp.c
+                 support/scripted_broker.c LIBS kproducer_internal TIMEOUT 120)
 sw_add_unit_test(test_accumulator SOURCES unit/test_accumulator.c LIBS kproducer_internal)
 
 # Real-broker tests: each file tests/integration/test_producer_<name>.c is one criterion

@@ -25,8 +25,11 @@
  * When the agent is off (before sw_init, after sw_shutdown, after a failed sw_init) every call
  * is a cheap no-op: begin/end pairs still balance, setters return SW_ENOSPAN.
  *
- * Errors: functions return 0 or a negative SW_E* code from the table below; sw_strerror and
- * sw_err_name turn a code into text.
+ * Errors: functions return SW_OK (0) or a negative SW_E* code from the table below, and each
+ * function's comment lists every code it can return; sw_strerror and sw_err_name turn a code
+ * into text. Where the code cannot say what was wrong (which setting, which file), the
+ * configuration functions also write a message to the caller's errbuf, and sw_init logs it
+ * (see sw_set_log_handler). Functions without a return value cannot fail.
  */
 #ifndef SKYWALKING_H
 #define SKYWALKING_H
@@ -39,31 +42,43 @@
 extern "C" {
 #endif
 
-/* Error codes: 0 is success, every error is negative. */
-#define SW_ERRNO_MAP(X)                                                                           \
-    X(INVAL, -1, "invalid argument")                                                              \
-    X(NOMEM, -2, "out of memory")                                                                 \
-    X(CONFIG, -3, "invalid configuration")                                                        \
-    X(STATE, -4, "not allowed in the agent's current state")                                      \
-    X(NOSPAN, -5, "no active span on this thread")                                                \
-    X(NOTEXIT, -6, "the active span is not an exit span")                                         \
-    X(NOTRACED, -7, "the active span is not recorded (trace not sampled or over the span limit)") \
-    X(NOSPACE, -8, "the caller's buffer is too small")                                            \
-    X(LIMIT, -9, "a size or count limit was reached")                                             \
-    X(NOTFOUND, -10, "no such key")                                                               \
-    X(IO, -11, "input/output error")                                                              \
-    X(THREAD, -12, "could not start a thread")                                                    \
-    X(NOTSUP, -13, "not supported by this build")
+/*
+ * Error codes: SW_OK (0) is success, every error is a negative code from this table, in the
+ * agent's own range -301..-399. The agent's two libraries have their own ranges,
+ * libdatacarrier -101..-199 (DC_E*) and libkproducer -201..-299 (KP_E*), so no number means
+ * two things. Append a new code at the end with the next free number; never renumber.
+ */
+#define SW_ERRNO_MAP(X)                                                             \
+    X(INVAL, -301, "invalid argument")                                              \
+    X(NOMEM, -302, "out of memory")                                                 \
+    X(CONFIG, -303, "invalid configuration")                                        \
+    X(STATE, -304, "not allowed in the agent's current state")                      \
+    X(NOSPAN, -305, "no active span on this thread")                                \
+    X(NOTEXIT, -306, "the active span is not an exit span")                         \
+    X(NOTRACED, -307,                                                               \
+      "the active span is not recorded (trace not sampled or over the span limit)") \
+    X(NOSPACE, -308, "the caller's buffer is too small")                            \
+    X(LIMIT, -309, "a size or count limit was reached")                             \
+    X(NOTFOUND, -310, "no such key")                                                \
+    X(IO, -311, "input/output error")                                               \
+    X(THREAD, -312, "could not start a thread")                                     \
+    X(NOTSUP, -313, "not supported by this build")
 
 typedef enum sw_errno {
+    SW_OK = 0,
 #define SW_ERRNO_ENUM(name, code, text) SW_E##name = code,
     SW_ERRNO_MAP(SW_ERRNO_ENUM)
 #undef SW_ERRNO_ENUM
 } sw_errno_t;
 
-/* Returns "SW_EINVAL" etc. for a code, "SW_OK" for 0, "unknown" otherwise. Never NULL. */
+/*
+ * Returns "SW_OK" for 0, "SW_EINVAL" etc. for a code of the table, and also the name of a
+ * DC_E* or KP_E* code of the two libraries the agent is built on ("DC_ENOMEM",
+ * "KP_EMSG_SIZE_TOO_LARGE"), "unknown" for anything else. Never NULL; any thread.
+ */
 const char *sw_err_name(int code);
-/* Returns the human message for a code. Never NULL. */
+/* Returns the human message for a code, an SW_E*, DC_E* or KP_E* one ("success" for 0,
+ * "unknown error" for anything else). Never NULL; any thread. */
 const char *sw_strerror(int code);
 
 /* ----------------------------------------------------------------------------------------- */
@@ -104,11 +119,12 @@ typedef void (*sw_log_handler_t)(sw_log_level_t level, const char *message, void
 /*
  * Routes the agent's messages to `handler` (with `opaque`), or back to stderr when handler is
  * NULL. May be called at any time, before sw_init too, from any thread; when it returns, the
- * previous handler is not running and will not be called again.
+ * previous handler is not running and will not be called again. Cannot fail.
  */
 void sw_set_log_handler(sw_log_handler_t handler, void *opaque);
 
-/* Drops messages less severe than `level` (default SW_LOG_INFO). Any thread, any time. */
+/* Drops messages less severe than `level` (default SW_LOG_INFO). Any thread, any time. Cannot
+ * fail (a level above SW_LOG_DEBUG keeps every message). */
 void sw_set_log_level(sw_log_level_t level);
 
 /* "error", "warn", "info", "debug" ("unknown" otherwise). Never NULL. */
@@ -207,22 +223,26 @@ typedef struct sw_config {
     uint32_t propagation;  /* sw_propagation_t (SW_AGENT_PROPAGATION) */
 } sw_config_t;
 
-/* Fills `cfg` with the defaults (empty names are resolved by sw_init). Any thread. */
+/* Fills `cfg` with the defaults (empty names are resolved by sw_init). Any thread. Cannot fail
+ * (NULL is a no-op). */
 void sw_config_init(sw_config_t *cfg);
 
 /*
- * Sets one setting by its environment name (`key`, e.g. "SW_AGENT_SAMPLE") from text. Returns 0,
- * or SW_ECONFIG for an unknown key or a bad value, with a message naming the key written to
- * errbuf (if not NULL); `cfg` is then unchanged. Any thread; pure (no I/O).
+ * Sets one setting by its environment name (`key`, e.g. "SW_AGENT_SAMPLE") from text. Returns
+ * SW_OK; SW_EINVAL (cfg or key NULL; a NULL value is the empty value); or SW_ECONFIG for an
+ * unknown key or a bad value. On an error a message naming the key is written to errbuf (if not
+ * NULL) and `cfg` is unchanged. Any thread; pure (no I/O).
  */
 int sw_config_set(sw_config_t *cfg, const char *key, const char *value, char *errbuf,
                   size_t errlen);
 
 /*
  * Applies the file named by SW_AGENT_CONFIG (if set), then every known SW_* environment
- * variable. Returns 0 or SW_ECONFIG (message naming the key, and file and line, in errbuf;
- * never the content of a line that is not KEY=value, never a secret's value). On error `cfg`
- * may hold the settings applied before the bad one. Reads the file (opened without blocking;
+ * variable. Returns SW_OK; SW_EINVAL (cfg NULL); SW_ECONFIG (a bad setting, or a file that
+ * cannot be opened or read or is too large: a message naming the key, and file and line, in
+ * errbuf; never the content of a line that is not KEY=value, never a secret's value); or
+ * SW_ENOMEM (no memory to read the file). On error `cfg` may hold the settings applied before
+ * the bad one. Reads the file (opened without blocking;
  * a FIFO, socket or directory is refused); any thread.
  *
  * In a process with elevated privileges (getauxval(AT_SECURE): setuid, setgid, file
@@ -237,11 +257,17 @@ int sw_config_load(sw_config_t *cfg, char *errbuf, size_t errlen);
 
 /*
  * Starts the agent: with `cfg` (copied) or, when NULL, the defaults + sw_config_load().
- * Opens the reporter (the file reporter by default) and starts one consumer thread. Returns 0;
- * SW_ECONFIG (a message naming the setting is logged, see sw_set_log_handler; the agent stays
- * off);
- * SW_ESTATE if already running; SW_EIO if the reporter cannot open its output; SW_ENOTSUP for a
- * reporter this build lacks; SW_ENOMEM; SW_ETHREAD. The host program keeps running either way.
+ * Opens the reporter (the file reporter by default) and starts one consumer thread. Returns:
+ *   SW_OK       the agent runs.
+ *   SW_ECONFIG  a bad setting (also a file named by a setting that cannot be used, a Kafka
+ *               producer property the producer refuses).
+ *   SW_ESTATE   already running.
+ *   SW_EIO      the file reporter cannot open its output.
+ *   SW_ENOTSUP  SW_REPORTER names a reporter this build lacks.
+ *   SW_ENOMEM   out of memory.
+ *   SW_ETHREAD  a reporter or consumer thread could not be started.
+ * On every error a message naming the setting is logged (see sw_set_log_handler) and the agent
+ * stays off; the host program keeps running either way.
  */
 int sw_init(const sw_config_t *cfg);
 
@@ -249,11 +275,11 @@ int sw_init(const sw_config_t *cfg);
  * Stops the agent: new spans become no-ops, every finished segment is encoded and handed to the
  * reporter, the reporter is flushed and closed, and the counters of this run stay readable
  * through sw_stats. Blocks until the consumer thread has drained (bounded by the queue size).
- * Returns 0 or SW_ESTATE when not running. Also registered with atexit() by sw_init.
+ * Returns SW_OK or SW_ESTATE (not running). Also registered with atexit() by sw_init.
  */
 int sw_shutdown(void);
 
-/* True while the agent runs. Any thread; never blocks. */
+/* True while the agent runs. Any thread; never blocks; cannot fail. */
 bool sw_enabled(void);
 
 /* ----------------------------------------------------------------------------------------- */
@@ -282,6 +308,8 @@ typedef enum sw_layer {
  * and its sample flag decides sampling), an invalid one is ignored (counted in
  * sw_stats.sw8_invalid). `operation` is copied. Every begin must be paired with sw_span_end on
  * the same thread, whatever the agent state. Never blocks, never allocates in steady state.
+ * The begin functions and sw_span_end return nothing: they cannot fail (a span the agent does
+ * not record is a no-op that still balances its end; sw_stats counts why it was not recorded).
  */
 void sw_entry_span_begin(const char *operation, const char *sw8);
 
@@ -314,15 +342,19 @@ void sw_local_span_begin(const char *operation);
 void sw_span_end(void);
 
 /*
- * Setters on the active span. They return 0, SW_ENOSPAN (no open span or agent off) or
- * SW_ENOTRACED (the span is not recorded: unsampled or over the limit; nothing to do). Strings
- * are copied into the segment's bounded arena; when it is full they are truncated or the tag is
- * dropped, and sw_stats.arena_truncated counts it.
+ * Setters on the active span. Each returns SW_OK, SW_ENOSPAN (no open span or agent off) or
+ * SW_ENOTRACED (the span is not recorded: unsampled or over the limit; nothing to do), and
+ * also SW_EINVAL where noted. Strings are copied into the segment's bounded arena; when it is
+ * full they are truncated or the tag is dropped (still SW_OK), and sw_stats.arena_truncated
+ * counts it.
  */
 int sw_span_set_component(int32_t component_id);
+/* Also SW_EINVAL: layer is not one of sw_layer_t. */
 int sw_span_set_layer(sw_layer_t layer);
+/* peer NULL clears it. */
 int sw_span_set_peer(const char *peer);
 int sw_span_set_error(bool is_error);
+/* Also SW_EINVAL: key NULL (value NULL is an empty value). */
 int sw_span_tag(const char *key, const char *value);
 
 typedef struct sw_kv {
@@ -330,7 +362,8 @@ typedef struct sw_kv {
     const char *value;
 } sw_kv_t;
 
-/* Adds a log (an event with the current time) made of `n` key/value pairs (n >= 1). */
+/* Adds a log (an event with the current time) made of `n` key/value pairs. Returns what the
+ * setters return, and SW_EINVAL for kvs NULL, n 0 or n above 65535. */
 int sw_span_log(const sw_kv_t *kvs, size_t n);
 
 /* ----------------------------------------------------------------------------------------- */
@@ -391,13 +424,14 @@ typedef struct sw_correlation {
 
 /*
  * Sets `key` to `value` in the current trace's correlation data (value NULL or "" removes it).
- * Returns 0; SW_EINVAL (empty key); SW_ELIMIT (key or value longer than 128 bytes, or a 4th key);
- * SW_ENOSPAN; SW_ENOTRACED.
+ * Returns SW_OK; SW_EINVAL (key NULL or empty); SW_ELIMIT (key or value longer than 128 bytes,
+ * or a 4th key); SW_ENOSPAN; SW_ENOTRACED.
  */
 int sw_correlation_set(const char *key, const char *value);
 
-/* Copies the value of `key` into buf. Returns its length, SW_ENOTFOUND, SW_ENOSPACE, SW_ENOSPAN
- * or SW_ENOTRACED. */
+/* Copies the value of `key` into buf. Returns its length (>= 0); SW_EINVAL (key NULL);
+ * SW_ENOTFOUND; SW_ENOSPACE (buf NULL or shorter than the value and its NUL); SW_ENOSPAN or
+ * SW_ENOTRACED. */
 int sw_correlation_get(const char *key, char *buf, size_t len);
 
 /*
@@ -413,16 +447,16 @@ typedef struct sw_snapshot {
 } sw_snapshot_t;
 
 /*
- * Captures the active span into `snap`. Returns 0, SW_ENOSPAN or SW_ENOTRACED (then snap is
- * marked invalid and sw_continue will ignore it). Never blocks.
+ * Captures the active span into `snap`. Returns SW_OK, SW_EINVAL (snap NULL), SW_ENOSPAN or
+ * SW_ENOTRACED (then snap is marked not captured and sw_continue refuses it). Never blocks.
  */
 int sw_capture(sw_snapshot_t *snap);
 
 /*
  * Links the active span of this thread to a captured span (a CrossThread reference) and joins
  * its trace and correlation data. Typical: sw_local_span_begin("work"); sw_continue(&snap).
- * Returns 0, SW_EINVAL (NULL or not captured), SW_ENOSPAN, SW_ENOTRACED or SW_ELIMIT (too many
- * references on this segment).
+ * Returns SW_OK, SW_EINVAL (NULL, not captured, or not a value sw_capture wrote), SW_ENOSPAN,
+ * SW_ENOTRACED or SW_ELIMIT (too many references on this segment).
  */
 int sw_continue(const sw_snapshot_t *snap);
 
@@ -450,6 +484,7 @@ typedef struct sw_stats {
 /*
  * Reads the counters of the running agent, or of the last run after sw_shutdown. Exact after
  * sw_shutdown: segments_finished == reported + dropped + failed. Any thread; takes a short lock.
+ * Cannot fail (a NULL stats is ignored).
  */
 void sw_stats(sw_stats_t *stats);
 

@@ -20,7 +20,9 @@
  *
  * Active span. As in the C API, a guard's setters (tag, log, set_error, ...) act on the
  * thread's active span: the guard's own span while it is the innermost open one, which is the
- * only way to use them. They return 0 or a negative SW_E* code from skywalking.h.
+ * only way to use them. Each returns what the C function it calls returns: SW_OK or one of
+ * the SW_E* codes that function's comment in skywalking.h lists (a std::string_view without
+ * data is passed as NULL, so tag() and correlation_set() can return SW_EINVAL for such a key).
  *
  * Strings. Every function takes std::string_view (so std::string works) and const char*. A
  * string_view is copied into a NUL-terminated buffer on the stack for the C call (on the heap

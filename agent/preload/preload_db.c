@@ -19,6 +19,8 @@ sw__db_settings_t sw__db_settings = {SW__SQL_BODY_MAX_DEFAULT, false, true};
    and the texts are assembled in stack buffers of this size: hence the bound. */
 #define SQL_BODY_MAX_LIMIT SW__SQL_BODY_MAX_LIMIT
 
+/* Reads setting `name` as true/false/1/0 into *out. Returns 0 (also when unset: *out keeps its
+   default) or SW_ECONFIG, logged, for another value. */
 static int bool_read(const char *name, bool *out)
 {
     const char *v = getenv(name);
@@ -33,7 +35,7 @@ static int bool_read(const char *name, bool *out)
         char esc[SW__LOG_ESCAPED_SIZE];
         sw__log(SW_LOG_ERROR, "preload: %s=%s is not true or false; keeping %s", name,
                 SW__LOG_ESC(esc, v), *out ? "true" : "false");
-        return -1;
+        return SW_ECONFIG;
     }
     return 0;
 }

@@ -61,9 +61,9 @@ int main(void)
 {
     char err[256];
     /* SkyWalking's defaults: 5 channels of 300 (rounded up to 512), IF_POSSIBLE. */
-    dc_carrier_t *carrier = dc_carrier_create("example", 5, 300, DC_STRATEGY_IF_POSSIBLE,
-                                              dc_partitioner_rolling(5), err, sizeof err);
-    if (carrier == NULL) {
+    dc_carrier_t *carrier = NULL;
+    if (dc_carrier_create("example", 5, 300, DC_STRATEGY_IF_POSSIBLE, dc_partitioner_rolling(5),
+                          &carrier, err, sizeof err) != DC_OK) {
         fprintf(stderr, "dc_carrier_create: %s\n", err);
         return 1;
     }

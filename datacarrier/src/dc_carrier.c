@@ -103,14 +103,19 @@ static void *aligned_calloc(size_t count, size_t size)
     return p;
 }
 
-dc_carrier_t *dc_carrier_create(const char *name, uint32_t channel_size, uint32_t buffer_size,
-                                dc_strategy_t strategy, dc_partitioner_t partitioner, char *errbuf,
-                                size_t errlen)
+int dc_carrier_create(const char *name, uint32_t channel_size, uint32_t buffer_size,
+                      dc_strategy_t strategy, dc_partitioner_t partitioner, dc_carrier_t **out,
+                      char *errbuf, size_t errlen)
 {
+    if (out == NULL) {
+        error_set(errbuf, errlen, "dc_carrier_create: out must not be NULL");
+        return DC_EINVAL;
+    }
+    *out = NULL;
     uint64_t capacity =
         arguments_check(name, channel_size, buffer_size, strategy, &partitioner, errbuf, errlen);
     if (capacity == 0) {
-        return NULL;
+        return DC_EINVAL;
     }
     dc_carrier_t *c = aligned_calloc(1, sizeof *c);
     if (c != NULL) {
@@ -124,7 +129,7 @@ dc_carrier_t *dc_carrier_create(const char *name, uint32_t channel_size, uint32_
         if (c != NULL) {
             carrier_free(c);
         }
-        return NULL;
+        return DC_ENOMEM;
     }
     snprintf(c->name, sizeof c->name, "%s", name);
     c->channel_count = channel_size;
@@ -145,7 +150,8 @@ dc_carrier_t *dc_carrier_create(const char *name, uint32_t channel_size, uint32_
     atomic_init(&c->stopping, DC__RUN);
     pthread_mutex_init(&c->lifecycle, NULL);
     c->state = DC__STATE_CREATED;
-    return c;
+    *out = c;
+    return DC_OK;
 }
 
 int dc_carrier_shutdown(dc_carrier_t *c)

@@ -3,6 +3,13 @@
  * names: BufferPool, RecordAccumulator, Sender thread, InFlightRequests, Selector, Metadata.
  *
  * This is the library's one public header. Everything under producer/src/ is internal.
+ *
+ * Errors: every function that can fail returns KP_OK (0) or a negative KP_E* code from the
+ * table below, and its comment lists every code it can return; a delivery report carries one
+ * too. kp_err_name and kp_strerror turn a code into text. Where the code alone cannot say what
+ * was wrong (which property, which value), a message is also written to the caller's errbuf.
+ * The one function without a code is kp_conf_new: out of memory is its only failure, so it
+ * returns NULL for it, like malloc.
  */
 #ifndef KPRODUCER_H
 #define KPRODUCER_H
@@ -16,39 +23,47 @@ extern "C" {
 #endif
 
 /*
- * Error codes of the library: 0 is success, every error is negative. Append new codes at the
- * end of the table with the next free number; never renumber.
+ * Error codes of the library: KP_OK (0) is success, every error is a negative code from this
+ * table, in the library's own range -201..-299 (libdatacarrier uses -101..-199 and
+ * libskywalking -301..-399, so a code names one library's error whichever library printed
+ * it). A new code is appended at the end of the table with the next free number (the range
+ * has room up to -299); never renumber. kp_err_name and kp_strerror pick it up from the
+ * table, and tests/unit/test_error_codes.c checks that it has a name and a message.
  */
-#define KP_ERRNO_MAP(X)                                                                \
-    X(INVAL, -1, "invalid argument")                                                   \
-    X(NOMEM, -2, "out of memory")                                                      \
-    X(TRUNCATED, -3, "message truncated: a length points past the end of the buffer")  \
-    X(MALFORMED, -4, "malformed message field")                                        \
-    X(NOSPACE, -5, "not enough room in the buffer")                                    \
-    X(UNSUPPORTED_VERSION, -6, "no API version supported by both client and broker")   \
-    X(CONF, -7, "invalid configuration")                                               \
-    X(COMPRESSION, -8, "compression or decompression failed")                          \
-    X(CORRUPT, -9, "checksum mismatch")                                                \
-    X(MSG_SIZE_TOO_LARGE, -10, "record larger than max.request.size or buffer.memory") \
-    X(METADATA_TIMEOUT, -11, "no metadata from any broker within max.block.ms")        \
-    X(UNKNOWN_TOPIC, -12, "topic not present in metadata after max.block.ms")          \
-    X(BUFFER_TIMEOUT, -13, "no buffer memory freed within max.block.ms")               \
-    X(DELIVERY_TIMEOUT, -14, "record not acknowledged within delivery.timeout.ms")     \
-    X(CLOSED, -15, "producer closed before the record could be delivered")             \
-    X(BROKER, -16, "the broker rejected the record with a non-retriable error")        \
-    X(UNKNOWN_PARTITION, -17, "partition out of range for the topic")                  \
-    X(RETRIES_EXHAUSTED, -18, "retriable error after all retries were used")           \
-    X(TIMED_OUT, -19, "operation timed out")
+#define KP_ERRNO_MAP(X)                                                                 \
+    X(INVAL, -201, "invalid argument")                                                  \
+    X(NOMEM, -202, "out of memory")                                                     \
+    X(TRUNCATED, -203, "message truncated: a length points past the end of the buffer") \
+    X(MALFORMED, -204, "malformed message field")                                       \
+    X(NOSPACE, -205, "not enough room in the buffer")                                   \
+    X(UNSUPPORTED_VERSION, -206, "no API version supported by both client and broker")  \
+    X(CONF, -207, "invalid configuration")                                              \
+    X(COMPRESSION, -208, "compression or decompression failed")                         \
+    X(CORRUPT, -209, "checksum mismatch")                                               \
+    X(MSG_SIZE_TOO_LARGE, -210, "record larger than max.request.size or buffer.memory") \
+    X(METADATA_TIMEOUT, -211, "no metadata from any broker within max.block.ms")        \
+    X(UNKNOWN_TOPIC, -212, "topic not present in metadata after max.block.ms")          \
+    X(BUFFER_TIMEOUT, -213, "no buffer memory freed within max.block.ms")               \
+    X(DELIVERY_TIMEOUT, -214, "record not acknowledged within delivery.timeout.ms")     \
+    X(CLOSED, -215, "producer closed before the record could be delivered")             \
+    X(BROKER, -216, "the broker rejected the record with a non-retriable error")        \
+    X(UNKNOWN_PARTITION, -217, "partition out of range for the topic")                  \
+    X(RETRIES_EXHAUSTED, -218, "retriable error after all retries were used")           \
+    X(TIMED_OUT, -219, "operation timed out")                                           \
+    X(NETWORK, -220, "broker connection failed: refused, unreachable, reset or closed")
 
 typedef enum kp_errno {
+    KP_OK = 0,
 #define KP_ERRNO_ENUM(name, code, text) KP_E##name = code,
     KP_ERRNO_MAP(KP_ERRNO_ENUM)
 #undef KP_ERRNO_ENUM
 } kp_errno_t;
 
-/* Returns "KP_EINVAL" etc. for a code, "unknown" for anything else. Never NULL. */
+/* Returns "KP_OK" for 0, "KP_EINVAL" etc. for a code of the table, "unknown" for anything
+ * else. Never NULL; any thread. */
 const char *kp_err_name(int code);
-/* Returns the human message for a code. Never NULL. */
+/* Returns the human message for a code ("success" for 0, "unknown error" for a number not in
+ * the table). Never NULL; any thread. */
 const char *kp_strerror(int code);
 
 /* ---------------------------------------------------------------------------------------- */
@@ -71,22 +86,24 @@ const char *kp_strerror(int code);
  */
 typedef struct kp_conf kp_conf_t;
 
-/* Returns a new conf holding every default, or NULL when out of memory. The caller owns it and
- * frees it with kp_conf_destroy(). Any thread; never blocks. */
+/* Returns a new conf holding every default, or NULL when out of memory (its only failure). The
+ * caller owns it and frees it with kp_conf_destroy(). Any thread; never blocks. */
 kp_conf_t *kp_conf_new(void);
 
-/* Frees a conf. NULL is a no-op. */
+/* Frees a conf. NULL is a no-op. Cannot fail. */
 void kp_conf_destroy(kp_conf_t *conf);
 
-/* Sets property `name` to `value`. Returns 0, or KP_ECONF with a message naming the property
- * and the wrong value in errbuf (when errbuf is not NULL; truncated to errlen). On failure
- * the conf is unchanged. Never blocks. */
+/* Sets property `name` to `value`. Returns KP_OK; KP_EINVAL (conf, name or value NULL); or
+ * KP_ECONF (an unknown property, a value that does not parse or is out of range, a string
+ * too long) with a message naming the property and the wrong value in errbuf (when errbuf is
+ * not NULL; truncated to errlen). On failure the conf is unchanged. Never blocks. */
 int kp_conf_set(kp_conf_t *conf, const char *name, const char *value, char *errbuf, size_t errlen);
 
 /* Checks the combination of properties (enable.idempotence with acks != all,
  * max.in.flight.requests.per.connection > 5 or retries = 0 with idempotence,
  * delivery.timeout.ms < linger.ms + request.timeout.ms, a missing bootstrap.servers).
- * Returns 0 or KP_ECONF with a message naming the properties. kp_producer_new() calls it. */
+ * Returns KP_OK, KP_EINVAL (conf NULL) or KP_ECONF with a message naming the properties in
+ * errbuf. kp_producer_new() calls it. Never blocks. */
 int kp_conf_validate(const kp_conf_t *conf, char *errbuf, size_t errlen);
 
 /* ---------------------------------------------------------------------------------------- */
@@ -103,12 +120,18 @@ typedef struct kp_header {
 } kp_header_t;
 
 /*
- * Delivery report for one record: error is 0 on success (then partition and offset are the
- * record's place in the log; offset is -1 with acks=0) or a negative KP_E* code. Runs on the
- * producer's sender thread, also for the records kp_close() fails, exactly once for every
- * record kp_send() accepted. It must not block for long and must not
- * call kp_flush()/kp_close(); it may call kp_send() only if the record is certain to fit
- * (the buffer wait would otherwise stall the sender).
+ * Delivery report for one record: error is KP_OK on success (then partition and offset are the
+ * record's place in the log; offset is -1 with acks=0) or one of KP_EDELIVERY_TIMEOUT (not
+ * acknowledged within delivery.timeout.ms), KP_ERETRIES_EXHAUSTED, KP_EBROKER (a
+ * non-retriable broker error), KP_EMSG_SIZE_TOO_LARGE (the broker refused the batch as too
+ * large), KP_EINVAL (the batch or its request could not be built: compression failed),
+ * KP_ENOMEM (out of memory for the request, after the retries) or KP_ECLOSED (failed by
+ * kp_close). Runs on the producer's sender thread, also for the records kp_close() fails,
+ * exactly once for every record kp_send() accepted. It must not block for long and must not
+ * call kp_flush()/kp_close(). It may call kp_send() on the same producer: on its own sender
+ * thread kp_send never waits, so a record that needs metadata the producer does not have yet
+ * or buffer memory that is not free fails at once (KP_EMETADATA_TIMEOUT, KP_EUNKNOWN_TOPIC,
+ * KP_EBUFFER_TIMEOUT) instead of stalling the thread that would end the wait.
  */
 typedef void (*kp_delivery_cb_t)(void *opaque, int error, int32_t partition, int64_t offset);
 
@@ -126,22 +149,39 @@ typedef struct kp_stats {
 } kp_stats_t;
 
 /*
- * Creates a producer from a copy of conf (the caller keeps conf) and starts its sender
- * thread. Returns NULL with a message in errbuf on a bad configuration or a system error.
- * Never connects synchronously: brokers are contacted by the sender thread.
+ * Creates a producer from a copy of conf (the caller keeps conf), starts its sender thread and
+ * stores the producer in *out. Never connects synchronously: brokers are contacted by the
+ * sender thread. Any thread. Returns:
+ *   KP_OK      *out is the producer; the caller ends it with kp_close().
+ *   KP_EINVAL  conf or out NULL.
+ *   KP_ECONF   kp_conf_validate() refused conf, or a bootstrap.servers entry is not
+ *              host:port; errbuf names the properties.
+ *   KP_ENOMEM  out of memory, file descriptors (epoll, eventfd) or threads.
+ * On an error *out is NULL (when out is not) and a message is in errbuf (when not NULL).
  */
-kp_producer_t *kp_producer_new(const kp_conf_t *conf, char *errbuf, size_t errlen);
+int kp_producer_new(const kp_conf_t *conf, kp_producer_t **out, char *errbuf, size_t errlen);
 
 /*
  * Appends one record (copied; the caller keeps every buffer) for `topic`. partition is a
  * partition number or -1: then a keyed record goes to murmur2(key) like the Java client and
  * an unkeyed one to the sticky partition. timestamp is in ms since the epoch, 0 = now.
- * Returns 0 when accepted: cb(opaque, ...) will then run exactly once. Otherwise returns
- * (and cb never runs): KP_EMSG_SIZE_TOO_LARGE at once for a record larger than
- * max.request.size or buffer.memory; KP_EMETADATA_TIMEOUT or KP_EUNKNOWN_TOPIC after waiting
- * max.block.ms for metadata; KP_EBUFFER_TIMEOUT after waiting what is left of max.block.ms
- * for buffer memory; KP_EUNKNOWN_PARTITION; KP_ECLOSED after kp_close(); KP_EINVAL.
- * Any thread except the sender (callbacks); blocks only as described.
+ * Returns KP_OK when accepted: cb(opaque, ...) will then run exactly once. Otherwise returns
+ * (and cb never runs):
+ *   KP_EINVAL               p or topic NULL, topic empty, partition below -1, a NULL key,
+ *                           value or headers with a non-zero length or count, a header with
+ *                           a NULL key, more than 4096 headers;
+ *   KP_EMSG_SIZE_TOO_LARGE  at once, for a record larger than max.request.size or
+ *                           buffer.memory;
+ *   KP_EMETADATA_TIMEOUT    no metadata for the topic within max.block.ms;
+ *   KP_EUNKNOWN_TOPIC       the brokers answered within max.block.ms that the topic does not
+ *                           exist;
+ *   KP_EUNKNOWN_PARTITION   partition not below the topic's partition count;
+ *   KP_EBUFFER_TIMEOUT      no buffer memory freed within what is left of max.block.ms;
+ *   KP_ECLOSED              kp_stop_accepting() or kp_close() has begun;
+ *   KP_ENOMEM               out of memory (for the topic's state, more than 16 headers, or
+ *                           a batch's memory within buffer.memory).
+ * Any thread, a delivery callback of p too (then it never waits, see kp_delivery_cb_t);
+ * blocks only as described.
  * Shutdown: once kp_close() has begun, a kp_send() blocked waiting for metadata or buffer
  * memory returns KP_ECLOSED at once (it does not sit out max.block.ms), and a kp_send()
  * that starts meanwhile returns KP_ECLOSED; kp_close() waits for every such caller to leave
@@ -155,7 +195,8 @@ int kp_send(kp_producer_t *p, const char *topic, int32_t partition, const void *
 /*
  * Makes every buffered record ready to send at once and waits until all records accepted
  * before the call have their delivery report, or timeout_ms (< 0: no limit) passes.
- * Returns 0, or KP_ETIMED_OUT. Any thread except the sender.
+ * Returns KP_OK, KP_EINVAL (p NULL) or KP_ETIMED_OUT (records still pending at the
+ * deadline; they stay pending). Any thread except the sender (not from a callback).
  */
 int kp_flush(kp_producer_t *p, int timeout_ms);
 
@@ -164,16 +205,17 @@ int kp_flush(kp_producer_t *p, int timeout_ms);
  * memory returns KP_ECLOSED at once, and every later kp_send() returns KP_ECLOSED. Records
  * already accepted are still delivered (linger is cut short); p stays valid until kp_close().
  * Lets an owner stop its own sending threads (join them) before kp_close(). Any thread; never
- * blocks; calling it again changes nothing.
+ * blocks; calling it again changes nothing. NULL is a no-op. Cannot fail.
  */
 void kp_stop_accepting(kp_producer_t *p);
 
 /*
  * Stops accepting records, delivers what it can within timeout_ms (< 0: no limit), fails
  * every record still pending with KP_ECLOSED (their callbacks run before this returns),
- * stops the sender thread and frees the producer. Returns 0 when everything was delivered
- * or KP_ETIMED_OUT when records had to be failed. p is invalid afterwards. Call once, from a
- * thread that is not inside kp_send() on the same producer (not from a callback).
+ * stops the sender thread and frees the producer. Returns KP_OK when everything was delivered,
+ * KP_ETIMED_OUT when records had to be failed, or KP_EINVAL (p NULL; nothing happens).
+ * p is invalid afterwards. Call once, from a thread that is not inside kp_send() on the same
+ * producer (not from a callback).
  * Other threads may be inside kp_send() when it is called, even blocked there for up to
  * max.block.ms (broker down, buffer full): kp_close() first wakes them (they return
  * KP_ECLOSED) and waits until they have all left kp_send(), which takes no network time;
@@ -181,7 +223,8 @@ void kp_stop_accepting(kp_producer_t *p);
  */
 int kp_close(kp_producer_t *p, int timeout_ms);
 
-/* Fills *stats with a snapshot of the counters. Any thread; never blocks for long. */
+/* Fills *stats with a snapshot of the counters (all zero for a NULL p; a NULL stats is
+ * ignored). Any thread; never blocks for long. Cannot fail. */
 void kp_stats(kp_producer_t *p, kp_stats_t *stats);
 
 #ifdef __cplusplus

@@ -5,10 +5,9 @@
 
 const char *kp_err_name(int code)
 {
-    if (code == 0) {
-        return "OK";
-    }
     switch (code) {
+    case KP_OK:
+        return "KP_OK";
 #define KP_ERRNO_NAME_CASE(name, num, text) \
     case num:                               \
         return "KP_E" #name;
@@ -21,16 +20,15 @@ const char *kp_err_name(int code)
 
 const char *kp_strerror(int code)
 {
-    if (code == 0) {
-        return "success";
-    }
     switch (code) {
+    case KP_OK:
+        return "success";
 #define KP_ERRNO_TEXT_CASE(name, num, text) \
     case num:                               \
         return text;
         KP_ERRNO_MAP(KP_ERRNO_TEXT_CASE)
 #undef KP_ERRNO_TEXT_CASE
     default:
-        return "unknown error code";
+        return "unknown error";
     }
 }

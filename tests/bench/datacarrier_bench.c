@@ -226,9 +226,8 @@ static result_t scenario_run(kind_t kind, int producers, int consumers, double s
         s.queue = queue;
     } else {
         dc_strategy_t st = kind == KIND_BLOCKING ? DC_STRATEGY_BLOCKING : DC_STRATEGY_IF_POSSIBLE;
-        s.carrier = dc_carrier_create("bench", CHANNELS, BUFFER, st,
-                                      dc_partitioner_thread(CHANNELS), err, sizeof err);
-        if (s.carrier == NULL) {
+        if (dc_carrier_create("bench", CHANNELS, BUFFER, st, dc_partitioner_thread(CHANNELS),
+                              &s.carrier, err, sizeof err) != DC_OK) {
             fprintf(stderr, "dc_carrier_create: %s\n", err);
             exit(1);
         }
@@ -285,8 +284,12 @@ static double produce_cost_ns(int rounds)
     double total = 0;
     for (int r = 0; r < rounds; r++) {
         char err[256];
-        dc_carrier_t *c = dc_carrier_create("cost", 1, N, DC_STRATEGY_IF_POSSIBLE,
-                                            dc_partitioner_thread(1), err, sizeof err);
+        dc_carrier_t *c = NULL;
+        if (dc_carrier_create("cost", 1, N, DC_STRATEGY_IF_POSSIBLE, dc_partitioner_thread(1), &c,
+                              err, sizeof err) != DC_OK) {
+            fprintf(stderr, "dc_carrier_create: %s\n", err);
+            exit(1);
+        }
         double t0 = now_s();
         for (uintptr_t i = 1; i <= N; i++) {
             dc_produce(c, (void *)i);
@@ -330,8 +333,12 @@ static double produce_2p_ns(int rounds)
     }
     for (int r = 0; r < rounds; r++) {
         char err[256];
-        dc_carrier_t *c = dc_carrier_create("cost2", 2, 2 * PRODUCE2_N, DC_STRATEGY_IF_POSSIBLE,
-                                            dc_partitioner_thread(2), err, sizeof err);
+        dc_carrier_t *c = NULL;
+        if (dc_carrier_create("cost2", 2, 2 * PRODUCE2_N, DC_STRATEGY_IF_POSSIBLE,
+                              dc_partitioner_thread(2), &c, err, sizeof err) != DC_OK) {
+            fprintf(stderr, "dc_carrier_create: %s\n", err);
+            exit(1);
+        }
         pthread_barrier_t start;
         pthread_barrier_init(&start, NULL, 2);
         produce2_t p[2] = {{c, &start, 0}, {c, &start, 0}};
@@ -363,9 +370,9 @@ static double drop_pct_at(double rate, double seconds, double *offered_rate)
 {
     scenario_t s = {.kind = KIND_IF_POSSIBLE};
     char err[256];
-    s.carrier = dc_carrier_create("paced", CHANNELS, BUFFER, DC_STRATEGY_IF_POSSIBLE,
-                                  dc_partitioner_thread(CHANNELS), err, sizeof err);
-    if (s.carrier == NULL || dc_consume(s.carrier, consume_batch, NULL, &s, 1, 20) != 0) {
+    if (dc_carrier_create("paced", CHANNELS, BUFFER, DC_STRATEGY_IF_POSSIBLE,
+                          dc_partitioner_thread(CHANNELS), &s.carrier, err, sizeof err) != DC_OK ||
+        dc_consume(s.carrier, consume_batch, NULL, &s, 1, 20) != 0) {
         fprintf(stderr, "paced carrier: %s\n", err);
         exit(1);
     }

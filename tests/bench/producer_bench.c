@@ -99,7 +99,10 @@ static int run_ours(const char *bootstrap, const char *topic, const struct workl
     if (w->tuned) {
         bad |= set_ours(c, "batch.size", "262144") | set_ours(c, "max.request.size", "262144");
     }
-    kp_producer_t *p = bad ? NULL : kp_producer_new(c, err, sizeof(err));
+    kp_producer_t *p = NULL;
+    if (!bad && kp_producer_new(c, &p, err, sizeof(err)) != KP_OK) {
+        p = NULL;
+    }
     kp_conf_destroy(c);
     if (!p) {
         if (!bad) {

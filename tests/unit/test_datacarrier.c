@@ -83,8 +83,9 @@ static dc_carrier_t *carrier_new(uint32_t channels, uint32_t size, dc_strategy_t
                                  dc_partitioner_t p)
 {
     char err[256] = "";
-    dc_carrier_t *c = dc_carrier_create("test", channels, size, strategy, p, err, sizeof err);
-    cr_assert_not_null(c, "dc_carrier_create failed: %s", err);
+    dc_carrier_t *c = NULL;
+    int rc = dc_carrier_create("test", channels, size, strategy, p, &c, err, sizeof err);
+    cr_assert_eq(rc, DC_OK, "dc_carrier_create failed: %s: %s", dc_err_name(rc), err);
     return c;
 }
 
@@ -329,11 +330,14 @@ static void expect_create_error(uint32_t ch, uint32_t size, dc_strategy_t s, dc_
                                 const char *name, const char *must_name)
 {
     char err[256] = "";
-    dc_carrier_t *c = dc_carrier_create(name, ch, size, s, p, err, sizeof err);
-    cr_assert_null(c, "create(%u, %u) should fail", ch, size);
+    static char not_a_carrier;
+    dc_carrier_t *c = (dc_carrier_t *)(void *)&not_a_carrier;
+    cr_assert_eq(dc_carrier_create(name, ch, size, s, p, &c, err, sizeof err), DC_EINVAL,
+                 "create(%u, %u) should fail with DC_EINVAL", ch, size);
+    cr_assert_null(c, "a failed create leaves *out NULL");
     cr_assert(strstr(err, must_name) != NULL, "error '%s' does not name '%s'", err, must_name);
     /* No errbuf: still no crash. */
-    cr_assert_null(dc_carrier_create(name, ch, size, s, p, NULL, 0));
+    cr_assert_eq(dc_carrier_create(name, ch, size, s, p, &c, NULL, 0), DC_EINVAL);
 }
 
 Test(datacarrier, bad_arguments_are_named)

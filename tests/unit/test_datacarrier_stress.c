@@ -140,8 +140,9 @@ static void stress(dc_strategy_t strategy, dc_partitioner_t partitioner)
         cr_assert_not_null(run.records[p]);
     }
     char err[256];
-    run.carrier = dc_carrier_create("stress", 4, 256, strategy, partitioner, err, sizeof err);
-    cr_assert_not_null(run.carrier, "%s", err);
+    cr_assert_eq(
+        dc_carrier_create("stress", 4, 256, strategy, partitioner, &run.carrier, err, sizeof err),
+        DC_OK, "%s", err);
     cr_assert_eq(dc_consume(run.carrier, check_batch, count_exit, &run, CONSUMERS, 20), 0);
 
     pthread_t threads[PRODUCERS];

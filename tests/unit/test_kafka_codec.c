@@ -257,7 +257,7 @@ Test(codec, error_names)
 {
     cr_expect_str_eq(kp_err_name(KP_ETRUNCATED), "KP_ETRUNCATED");
     cr_expect_str_eq(kp_err_name(KP_EUNSUPPORTED_VERSION), "KP_EUNSUPPORTED_VERSION");
-    cr_expect_str_eq(kp_err_name(0), "OK");
+    cr_expect_str_eq(kp_err_name(0), "KP_OK");
     cr_expect_str_eq(kp_err_name(-9999), "unknown");
     cr_expect_str_eq(kp_strerror(KP_ECORRUPT), "checksum mismatch");
     cr_expect_not_null(kp_strerror(12345));

@@ -123,10 +123,10 @@ Test(producer_conf, every_bad_value_is_named)
 
 Test(producer_conf, null_arguments_are_rejected)
 {
-    cr_assert_eq(kp_conf_set(NULL, "acks", "1", err, sizeof(err)), KP_ECONF);
+    cr_assert_eq(kp_conf_set(NULL, "acks", "1", err, sizeof(err)), KP_EINVAL);
     kp_conf_t *c = kp_conf_new();
-    cr_assert_eq(kp_conf_set(c, NULL, "1", NULL, 0), KP_ECONF);
-    cr_assert_eq(kp_conf_set(c, "acks", NULL, err, sizeof(err)), KP_ECONF);
+    cr_assert_eq(kp_conf_set(c, NULL, "1", NULL, 0), KP_EINVAL);
+    cr_assert_eq(kp_conf_set(c, "acks", NULL, err, sizeof(err)), KP_EINVAL);
     kp_conf_destroy(c);
 }
 

@@ -85,9 +85,10 @@ static kp_producer_t *producer(sb_broker_t *sb, const char *const *kv)
     for (; kv && kv[0]; kv += 2) {
         cr_assert_eq(kp_conf_set(c, kv[0], kv[1], err, sizeof(err)), 0, "%s", err);
     }
-    kp_producer_t *p = kp_producer_new(c, err, sizeof(err));
+    kp_producer_t *p = NULL;
+    int rc = kp_producer_new(c, &p, err, sizeof(err));
     kp_conf_destroy(c);
-    cr_assert_not_null(p, "%s", err);
+    cr_assert_eq(rc, KP_OK, "%s: %s", kp_err_name(rc), err);
     return p;
 }
 

@@ -32,10 +32,11 @@ Test(base64, round_trips_every_length_and_rejects_malformed)
     cr_expect_str_eq((sw__base64_encode("ab", 2, enc, sizeof enc), enc), "YWI=");
     const char *bad[] = {"YWI", "YW=I", "Y===", "====", "YWI*", "YW I", "=YWI"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        cr_expect_eq(sw__base64_decode(bad[i], strlen(bad[i]), dec, sizeof dec), -1, "%s", bad[i]);
+        cr_expect_eq(sw__base64_decode(bad[i], strlen(bad[i]), dec, sizeof dec), SW_EINVAL, "%s",
+                     bad[i]);
     }
-    cr_expect_eq(sw__base64_decode("YWJj", 4, dec, 3), -1, "too small output");
-    cr_expect_eq(sw__base64_encode("abc", 3, enc, 4), -1, "too small output");
+    cr_expect_eq(sw__base64_decode("YWJj", 4, dec, 3), SW_EINVAL, "too small output");
+    cr_expect_eq(sw__base64_encode("abc", 3, enc, 4), SW_ENOSPACE, "too small output");
 }
 
 static const sw__sw8_t sample = {

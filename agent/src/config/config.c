@@ -91,6 +91,9 @@ void sw__errbuf_printf(char *errbuf, size_t errlen, const char *fmt, ...)
 
 void sw_config_init(sw_config_t *cfg)
 {
+    if (cfg == NULL) {
+        return;
+    }
     memset(cfg, 0, sizeof *cfg);
     cfg->sample_n_per_3_secs = -1;
     cfg->span_limit_per_segment = 300;
@@ -232,7 +235,7 @@ int sw__config_set_n(sw_config_t *cfg, const char *key, const char *value, size_
 {
     if (cfg == NULL || key == NULL || (value == NULL && len > 0)) {
         sw__errbuf_printf(errbuf, errlen, "sw_config_set: NULL argument");
-        return SW_ECONFIG;
+        return SW_EINVAL;
     }
     const key_desc_t *d = key_find(key);
     if (d == NULL) {

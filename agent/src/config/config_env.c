@@ -99,6 +99,10 @@ bool sw__config_secure(void)
 
 int sw_config_load(sw_config_t *cfg, char *errbuf, size_t errlen)
 {
+    if (cfg == NULL) {
+        sw__errbuf_printf(errbuf, errlen, "sw_config_load: NULL cfg");
+        return SW_EINVAL;
+    }
     if (sw__config_secure()) {
         sw__errbuf_printf(errbuf, errlen,
                           "the process runs with elevated privileges (AT_SECURE: setuid, setgid "

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../propagation/base64.h"
+#include "skywalking.h"
 
 static const char begin_line[] = "-----BEGIN CERTIFICATE-----";
 static const char end_line[] = "-----END CERTIFICATE-----";
@@ -53,7 +54,7 @@ static int body_valid(const char *body, size_t n)
             b64[m++] = body[i];
         }
     }
-    long dlen = ok && m > 0 ? sw__base64_decode(b64, m, der, n / 4 * 3 + 4) : -1;
+    long dlen = ok && m > 0 ? sw__base64_decode(b64, m, der, n / 4 * 3 + 4) : SW_EINVAL;
     ok = dlen > 0 && der_sequence_whole((const uint8_t *)der, (size_t)dlen);
     free(b64);
     free(der);
@@ -72,7 +73,7 @@ long sw__pem_certificates_count(const char *text, size_t len)
         const char *body = b + sizeof begin_line - 1;
         const char *e = memmem(body, (size_t)(end - body), end_line, sizeof end_line - 1);
         if (e == NULL || !body_valid(body, (size_t)(e - body))) {
-            return -1;
+            return SW_EINVAL;
         }
         count++;
         p = e + sizeof end_line - 1;

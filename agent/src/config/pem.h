@@ -12,8 +12,9 @@
 
 #include <stddef.h>
 
-/* Returns the number of certificates in the `len` bytes at text, or -1 when a CERTIFICATE
-   block is malformed (no END line, bad base64, not one DER SEQUENCE). Pure; any thread. */
+/* Returns the number of certificates in the `len` bytes at text (>= 0), or SW_EINVAL when a
+   CERTIFICATE block is malformed (no END line, bad base64, not one DER SEQUENCE). Pure; any
+   thread. */
 long sw__pem_certificates_count(const char *text, size_t len);
 
 #endif /* SW_CONFIG_PEM_H */

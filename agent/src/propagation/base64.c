@@ -5,13 +5,15 @@
 
 #include <stdint.h>
 
+#include "skywalking.h"
+
 static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 long sw__base64_encode(const void *in, size_t n, char *out, size_t out_len)
 {
     size_t need = sw__base64_encoded_len(n);
     if (out_len < need + 1) {
-        return -1;
+        return SW_ENOSPACE;
     }
     const unsigned char *p = in;
     char *o = out;
@@ -64,7 +66,7 @@ static int sextet(unsigned char c)
 long sw__base64_decode(const char *in, size_t n, char *out, size_t out_len)
 {
     if (n % 4 != 0) {
-        return -1;
+        return SW_EINVAL;
     }
     size_t pad = 0;
     if (n >= 1 && in[n - 1] == '=') {
@@ -75,7 +77,7 @@ long sw__base64_decode(const char *in, size_t n, char *out, size_t out_len)
     }
     size_t len = n / 4 * 3 - pad;
     if (out_len < len + 1) {
-        return -1;
+        return SW_EINVAL;
     }
     size_t o = 0;
     for (size_t i = 0; i < n; i += 4) {
@@ -86,7 +88,7 @@ long sw__base64_decode(const char *in, size_t n, char *out, size_t out_len)
             if (k < 4 - p) {
                 s = sextet((unsigned char)in[i + k]);
                 if (s < 0) {
-                    return -1; /* includes '=' anywhere but the end */
+                    return SW_EINVAL; /* includes '=' anywhere but the end */
                 }
             }
             v = v << 6 | (uint32_t)s;

@@ -14,15 +14,15 @@ static inline size_t sw__base64_encoded_len(size_t n)
 }
 
 /*
- * Encodes n bytes of `in` into `out` (NUL-terminated). Returns the length written, or -1 when
- * out_len < sw__base64_encoded_len(n) + 1 (out is then untouched).
+ * Encodes n bytes of `in` into `out` (NUL-terminated). Returns the length written, or
+ * SW_ENOSPACE when out_len < sw__base64_encoded_len(n) + 1 (out is then untouched).
  */
 long sw__base64_encode(const void *in, size_t n, char *out, size_t out_len);
 
 /*
  * Decodes exactly n characters of strict base64: n a multiple of 4, alphabet characters only,
  * '=' only as the last one or two. Writes the bytes plus a NUL to out. Returns the decoded
- * length, or -1 for malformed input or when out_len is too small.
+ * length (>= 0), or SW_EINVAL for malformed input or when out_len is too small.
  */
 long sw__base64_decode(const char *in, size_t n, char *out, size_t out_len);
 

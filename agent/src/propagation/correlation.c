@@ -14,7 +14,7 @@ int sw__correlation_find(const sw_correlation_t *c, const char *key)
             return (int)i;
         }
     }
-    return -1;
+    return SW_ENOTFOUND;
 }
 
 static void item_remove(sw_correlation_t *c, uint32_t i)

@@ -29,7 +29,7 @@ int sw__correlation_encode(const sw_correlation_t *c, char *buf, size_t len);
  */
 int sw__correlation_put(sw_correlation_t *c, const char *key, const char *value);
 
-/* Index of key in c, or -1. */
+/* Index of key in c (>= 0), or SW_ENOTFOUND. */
 int sw__correlation_find(const sw_correlation_t *c, const char *key);
 
 #endif /* SW_PROPAGATION_CORRELATION_H */

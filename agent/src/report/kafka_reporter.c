@@ -267,10 +267,10 @@ static int producer_open(const sw_config_t *cfg, kp_producer_t **out, char *errb
         rc = sw__producer_config_apply(conf, cfg->kafka_producer_config, errbuf, errlen);
     }
     if (rc == 0) {
-        *out = kp_producer_new(conf, msg, sizeof msg);
-        if (*out == NULL) {
+        rc = kp_producer_new(conf, out, msg, sizeof msg);
+        if (rc != KP_OK) {
             sw__errbuf_printf(errbuf, errlen, "Kafka producer (SW_KAFKA_*): %s", msg);
-            rc = SW_ECONFIG;
+            rc = rc == KP_ENOMEM ? SW_ENOMEM : SW_ECONFIG;
         }
     }
     kp_conf_destroy(conf);

@@ -148,13 +148,13 @@ int sw__pipeline_start(const sw_config_t *cfg, sw__segment_pool_t *pool,
     /* Producer-thread partitioning (thread id % channels): a thread keeps to one ring while it
        is not full, so its produces stay on that ring's cache lines; two threads whose ids fall
        on the same channel share a ring. */
-    p->carrier = dc_carrier_create("sw-segments", cfg->buffer_channel_size, cfg->buffer_buffer_size,
-                                   DC_STRATEGY_IF_POSSIBLE,
-                                   dc_partitioner_thread(cfg->buffer_channel_size), errbuf, errlen);
-    if (p->carrier == NULL) {
+    rc = dc_carrier_create("sw-segments", cfg->buffer_channel_size, cfg->buffer_buffer_size,
+                           DC_STRATEGY_IF_POSSIBLE, dc_partitioner_thread(cfg->buffer_channel_size),
+                           &p->carrier, errbuf, errlen);
+    if (rc != DC_OK) {
         p->reporter->close(p->reporter);
         free(p);
-        return SW_ECONFIG;
+        return rc == DC_ENOMEM ? SW_ENOMEM : SW_ECONFIG;
     }
     rc = dc_consume(p->carrier, pipeline_consume, pipeline_on_exit, p, 1, 20);
     if (rc != 0) {

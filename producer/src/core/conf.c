@@ -181,10 +181,11 @@ static int set_enum(struct kp_conf *conf, const struct property *prop, const cha
 int kp_conf_set(kp_conf_t *conf, const char *name, const char *value, char *errbuf, size_t errlen)
 {
     if (!conf || !name || !value) {
-        return fail(errbuf, errlen, "kp_conf_set: NULL %s",
-                    !conf   ? "conf"
-                    : !name ? "name"
-                            : "value");
+        (void)fail(errbuf, errlen, "kp_conf_set: NULL %s",
+                   !conf   ? "conf"
+                   : !name ? "name"
+                           : "value");
+        return KP_EINVAL;
     }
     const struct property *prop = NULL;
     for (size_t i = 0; i < sizeof(properties) / sizeof(properties[0]); i++) {
@@ -227,7 +228,8 @@ bool kp__conf_idempotent(const struct kp_conf *conf)
 int kp_conf_validate(const kp_conf_t *conf, char *errbuf, size_t errlen)
 {
     if (!conf) {
-        return fail(errbuf, errlen, "kp_conf_validate: NULL conf");
+        (void)fail(errbuf, errlen, "kp_conf_validate: NULL conf");
+        return KP_EINVAL;
     }
     if (conf->bootstrap_servers[0] == '\0') {
         return fail(errbuf, errlen, "bootstrap.servers: must name at least one host:port");

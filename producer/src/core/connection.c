@@ -62,9 +62,9 @@ int kp__conn_connect(kp__conn_t *c, int64_t now, int64_t backoff_ms, int64_t bac
     c->last_activity_ms = now;
     if (getaddrinfo(c->host, port, &hints, &res) != 0 || !res) {
         kp__conn_close(c, now, backoff_ms, backoff_max_ms);
-        return -EHOSTUNREACH;
+        return KP_ENETWORK;
     }
-    int rc = -ECONNREFUSED;
+    int rc = KP_ENETWORK;
     for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
         int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
         if (fd < 0) {
@@ -78,7 +78,7 @@ int kp__conn_connect(kp__conn_t *c, int64_t now, int64_t backoff_ms, int64_t bac
             rc = 0;
             break;
         }
-        rc = -errno;
+        rc = KP_ENETWORK;
         close(fd);
     }
     freeaddrinfo(res);
@@ -92,10 +92,10 @@ int kp__conn_finish_connect(kp__conn_t *c)
 {
     int err = 0;
     socklen_t len = sizeof(err);
-    if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) {
-        return -errno;
+    if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err != 0) {
+        return KP_ENETWORK;
     }
-    return err ? -err : 0;
+    return 0;
 }
 
 bool kp__conn_has_unsent(const kp__conn_t *c)
@@ -117,7 +117,7 @@ long kp__conn_write(kp__conn_t *c, void (*on_written)(kp__conn_t *, kp__request_
             if (errno == EINTR) {
                 continue;
             }
-            return -1;
+            return KP_ENETWORK;
         }
         total += n;
         r->off += (size_t)n;
@@ -132,7 +132,8 @@ long kp__conn_write(kp__conn_t *c, void (*on_written)(kp__conn_t *, kp__request_
     return total;
 }
 
-/* Reads into dst up to n bytes; returns bytes read, 0 if it would block, -1 on EOF/error. */
+/* Reads into dst up to n bytes; returns bytes read, 0 if it would block, KP_ENETWORK on EOF or
+ * a socket error. */
 static ssize_t read_some(int fd, void *dst, size_t n)
 {
     for (;;) {
@@ -141,12 +142,12 @@ static ssize_t read_some(int fd, void *dst, size_t n)
             return got;
         }
         if (got == 0) {
-            return -1;
+            return KP_ENETWORK;
         }
         if (errno == EINTR) {
             continue;
         }
-        return (errno == EAGAIN || errno == EWOULDBLOCK) ? 0 : -1;
+        return (errno == EAGAIN || errno == EWOULDBLOCK) ? 0 : KP_ENETWORK;
     }
 }
 
@@ -158,7 +159,7 @@ long kp__conn_read(kp__conn_t *c, int (*on_frame)(kp__conn_t *, uint8_t *, size_
         if (c->size_got < 4) {
             ssize_t n = read_some(c->fd, c->size_buf + c->size_got, 4 - c->size_got);
             if (n <= 0) {
-                return n < 0 ? -1 : total;
+                return n < 0 ? n : total;
             }
             total += n;
             c->size_got += (size_t)n;
@@ -168,19 +169,19 @@ long kp__conn_read(kp__conn_t *c, int (*on_frame)(kp__conn_t *, uint8_t *, size_
             uint32_t size = (uint32_t)c->size_buf[0] << 24 | (uint32_t)c->size_buf[1] << 16 |
                             (uint32_t)c->size_buf[2] << 8 | c->size_buf[3];
             if (size > MAX_FRAME) {
-                return -1;
+                return KP_EMALFORMED;
             }
             c->frame_len = size;
             c->frame_got = 0;
             c->frame = malloc(size ? size : 1);
             if (!c->frame) {
-                return -1;
+                return KP_ENOMEM;
             }
         }
         if (c->frame_got < c->frame_len) {
             ssize_t n = read_some(c->fd, c->frame + c->frame_got, c->frame_len - c->frame_got);
             if (n <= 0) {
-                return n < 0 ? -1 : total;
+                return n < 0 ? n : total;
             }
             total += n;
             c->frame_got += (size_t)n;
@@ -195,7 +196,7 @@ long kp__conn_read(kp__conn_t *c, int (*on_frame)(kp__conn_t *, uint8_t *, size_
         int rc = on_frame(c, frame, len, arg);
         free(frame);
         if (rc != 0) {
-            return -1;
+            return rc;
         }
         if (c->fd < 0) {
             return total; /* on_frame closed the connection */

@@ -49,24 +49,26 @@ typedef struct kp__conn {
     int16_t init_pid_version;
 } kp__conn_t;
 
-/* Starts a non-blocking connect. Returns 0 (state CONNECTING) or a negative errno-style
- * failure after which the state is DISCONNECTED with a backoff. */
+/* Starts a non-blocking connect. Returns 0 (state CONNECTING) or KP_ENETWORK (no address, or
+ * every address refused) after which the state is DISCONNECTED with a backoff. */
 int kp__conn_connect(kp__conn_t *c, int64_t now, int64_t backoff_ms, int64_t backoff_max_ms);
 
 /* Closes the socket (requests stay queued for the caller to fail); sets the backoff. */
 void kp__conn_close(kp__conn_t *c, int64_t now, int64_t backoff_ms, int64_t backoff_max_ms);
 
-/* Checks a CONNECTING socket's result (SO_ERROR). Returns 0 when connected. */
+/* Checks a CONNECTING socket's result (SO_ERROR). Returns 0 when connected, else KP_ENETWORK. */
 int kp__conn_finish_connect(kp__conn_t *c);
 
 /* Writes queued request bytes until the socket would block. Calls on_written(r, arg) for each
- * request completely written. Returns the bytes written (>= 0) or -1 on a socket error. */
+ * request completely written. Returns the bytes written (>= 0) or KP_ENETWORK on a socket
+ * error. */
 long kp__conn_write(kp__conn_t *c, void (*on_written)(kp__conn_t *, kp__request_t *, void *),
                     void *arg);
 
 /* Reads until the socket would block; for every complete frame calls on_frame(c, body, len,
- * arg) (the body is valid during the call). Returns the bytes read, or -1 on EOF or error
- * or when on_frame returns nonzero. */
+ * arg) (the body is valid during the call). Returns the bytes read (>= 0), or a negative KP_E*
+ * code: KP_ENETWORK (EOF or a socket error), KP_EMALFORMED (a frame larger than the limit),
+ * KP_ENOMEM, or what on_frame returned when it was nonzero (then a KP_E* code too). */
 long kp__conn_read(kp__conn_t *c, int (*on_frame)(kp__conn_t *, uint8_t *, size_t, void *),
                    void *arg);
 

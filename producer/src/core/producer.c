@@ -98,20 +98,26 @@ static void producer_free(kp_producer_t *p)
     free(p);
 }
 
-kp_producer_t *kp_producer_new(const kp_conf_t *conf, char *errbuf, size_t errlen)
+int kp_producer_new(const kp_conf_t *conf, kp_producer_t **out, char *errbuf, size_t errlen)
 {
     char dummy[1];
     if (!errbuf || errlen == 0) {
         errbuf = dummy;
         errlen = sizeof(dummy);
     }
-    if (!conf || kp_conf_validate(conf, errbuf, errlen) != 0) {
-        return NULL;
+    if (!conf || !out) {
+        snprintf(errbuf, errlen, "kp_producer_new: %s must not be NULL", conf ? "out" : "conf");
+        return KP_EINVAL;
+    }
+    *out = NULL;
+    int rc = kp_conf_validate(conf, errbuf, errlen);
+    if (rc != 0) {
+        return rc;
     }
     kp_producer_t *p = calloc(1, sizeof(*p));
     if (!p) {
         snprintf(errbuf, errlen, "out of memory");
-        return NULL;
+        return KP_ENOMEM;
     }
     p->conf = *conf;
     if (p->conf.delivery_timeout_ms < (int64_t)p->conf.linger_ms + p->conf.request_timeout_ms) {
@@ -134,7 +140,7 @@ kp_producer_t *kp_producer_new(const kp_conf_t *conf, char *errbuf, size_t errle
     int32_t grow_to = p->conf.batch_max_size < p->conf.max_request_size ? p->conf.batch_max_size
                                                                         : p->conf.max_request_size;
     kp__accumulator_init(&p->acc, p->pool, p->conf.batch_size, grow_to, p->conf.linger_ms);
-    int rc = p->pool ? add_bootstrap(p, errbuf, errlen) : KP_ENOMEM;
+    rc = p->pool ? add_bootstrap(p, errbuf, errlen) : KP_ENOMEM;
     if (rc == 0) {
         p->epfd = epoll_create1(EPOLL_CLOEXEC);
         p->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -151,9 +157,10 @@ kp_producer_t *kp_producer_new(const kp_conf_t *conf, char *errbuf, size_t errle
             snprintf(errbuf, errlen, "out of memory or file descriptors");
         }
         producer_free(p);
-        return NULL;
+        return rc;
     }
-    return p;
+    *out = p;
+    return KP_OK;
 }
 
 static int send_record(kp_producer_t *p, const char *topic, int32_t partition, const void *key,
@@ -234,6 +241,11 @@ static int send_record(kp_producer_t *p, const char *topic, int32_t partition, c
         return KP_EMSG_SIZE_TOO_LARGE;
     }
     int64_t deadline = kp__now_ms() + p->conf.max_block_ms;
+    if (pthread_equal(pthread_self(), p->thread)) {
+        /* A delivery callback: the sender thread is the one that would end a wait for
+         * metadata or buffer memory, so kp_send does not wait there (see kproducer.h). */
+        deadline = kp__now_ms();
+    }
     kp__topic_md_t *md = NULL;
     int32_t n_partitions = 0;
     int rc =
@@ -338,6 +350,9 @@ int kp_close(kp_producer_t *p, int timeout_ms)
 
 void kp_stats(kp_producer_t *p, kp_stats_t *s)
 {
+    if (!s) {
+        return;
+    }
     memset(s, 0, sizeof(*s));
     if (!p) {
         return;

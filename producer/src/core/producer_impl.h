@@ -103,14 +103,16 @@ void kp__sender_poll(kp_producer_t *p, int64_t timeout_ms);
 /* Sends Metadata / InitProducerId when due (sender_control.c). */
 void kp__sender_maybe_update_metadata(kp_producer_t *p, int64_t now);
 void kp__sender_maybe_init_pid(kp_producer_t *p, int64_t now);
-/* Handles a response frame of a control API; returns 0 or -1 to drop the connection. */
+/* Handles a response frame of a control API; returns 0, or a KP_E* code (the response could not
+ * be decoded or used: KP_ETRUNCATED, KP_EMALFORMED, KP_EUNSUPPORTED_VERSION, KP_ENOMEM...)
+ * after which the caller drops the connection. */
 int kp__sender_handle_control(kp_producer_t *p, kp__conn_t *c, kp__request_t *r, kp_reader_t *body,
                               int64_t now);
 
 /* Produce path (sender_produce.c). */
 int64_t kp__sender_send_produce(kp_producer_t *p, int64_t now);
-/* Handles a Produce response; returns 0, or -1 when it was not a valid answer to r (r was
- * then handled as disconnected and the caller must close the connection). */
+/* Handles a Produce response; returns 0, or KP_EMALFORMED when it was not a valid answer to r
+ * (r was then handled as disconnected and the caller must close the connection). */
 int kp__sender_handle_produce(kp_producer_t *p, kp__conn_t *c, kp__request_t *r, kp_reader_t *body,
                               int64_t now);
 void kp__sender_produce_failed(kp_producer_t *p, kp__request_t *r, int64_t now);

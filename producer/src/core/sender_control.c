@@ -132,7 +132,7 @@ static int handle_api_versions(kp_producer_t *p, kp__conn_t *c, kp_reader_t *bod
         rc = kp__api_version_pick(resp.apis, resp.n_apis, KP_API_API_VERSIONS, &v);
         kp__api_versions_response_free(&resp);
         if (rc != 0 || v == version) {
-            return -1;
+            return KP_EUNSUPPORTED_VERSION;
         }
         c->api_versions_version = v;
         kp_writer_t w;
@@ -144,7 +144,7 @@ static int handle_api_versions(kp_producer_t *p, kp__conn_t *c, kp_reader_t *bod
             rc = kp__sender_send(p, c, KP_API_API_VERSIONS, v, &w, true, NULL, 0, now);
         }
         kp__writer_free(&w);
-        return rc == 0 ? 0 : -1;
+        return rc;
     }
     if (rc == 0 && resp.error_code == 0 &&
         kp__api_version_pick(resp.apis, resp.n_apis, KP_API_PRODUCE, &c->produce_version) == 0 &&
@@ -158,12 +158,14 @@ static int handle_api_versions(kp_producer_t *p, kp__conn_t *c, kp_reader_t *bod
         kp__api_versions_response_free(&resp);
         return 0;
     }
+    /* Undecodable (the read's code), a broker error, or no common Produce/Metadata version. */
+    rc = rc != 0 ? rc : resp.error_code != 0 ? KP_EBROKER : KP_EUNSUPPORTED_VERSION;
     kp__api_versions_response_free(&resp);
-    return -1;
+    return rc;
 }
 
-/* Returns -1 (close the connection) for a response that cannot be decoded or is not a
- * possible answer (kp__metadata_update refused it). */
+/* Returns a KP_E* code (close the connection) for a response that cannot be decoded or is not
+ * a possible answer (kp__metadata_update refused it). */
 static int handle_metadata(kp_producer_t *p, kp_reader_t *body, int16_t version, int64_t now)
 {
     kp_metadata_response_t resp;
@@ -185,17 +187,19 @@ static int handle_metadata(kp_producer_t *p, kp_reader_t *body, int16_t version,
         kp__metadata_failed(&p->md, now);
     }
     kp__metadata_response_free(&resp);
-    return rc == 0 ? 0 : -1;
+    return rc;
 }
 
-/* Returns -1 (close the connection) for a response that cannot be decoded. */
+/* Returns the decoder's KP_E* code (close the connection) for a response that cannot be
+ * decoded. */
 static int handle_init_pid(kp_producer_t *p, kp_reader_t *body, int16_t version)
 {
     kp_init_producer_id_response_t resp;
     memset(&resp, 0, sizeof(resp));
     p->pid_in_flight = false;
-    if (kp__init_producer_id_response_read(body, version, &resp) != 0) {
-        return -1;
+    int rc = kp__init_producer_id_response_read(body, version, &resp);
+    if (rc != 0) {
+        return rc;
     }
     if (resp.error_code != 0 || resp.producer_id < 0) {
         return 0; /* retried on the next loop */
@@ -228,6 +232,6 @@ int kp__sender_handle_control(kp_producer_t *p, kp__conn_t *c, kp__request_t *r,
     case KP_API_INIT_PRODUCER_ID:
         return handle_init_pid(p, body, r->version);
     default:
-        return -1;
+        return KP_EMALFORMED; /* a response to a request this sender never sends */
     }
 }

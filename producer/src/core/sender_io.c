@@ -190,7 +190,7 @@ static int on_frame(kp__conn_t *c, uint8_t *frame, size_t len, void *arg)
     kp__reader_init(&rd, frame, len);
     kp__request_t *r = kp__conn_response_request(c, &rd);
     if (!r) {
-        return -1;
+        return KP_EMALFORMED; /* a response to nothing, or with a wrong correlation id */
     }
     kp__in_flight_pop(&c->in_flight);
     c->last_activity_ms = now;

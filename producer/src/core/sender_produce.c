@@ -196,7 +196,7 @@ int kp__sender_handle_produce(kp_producer_t *p, kp__conn_t *c, kp__request_t *r,
         !response_valid(p, r, &resp, kp__reader_remaining(body))) {
         kp__produce_response_free(&resp);
         kp__sender_produce_failed(p, r, now);
-        return -1;
+        return KP_EMALFORMED;
     }
     /* KIP-219: the broker answers at once and expects the client to send nothing more on
      * this connection until the throttle time is over. Honoured up to request.timeout.ms

@@ -3,7 +3,7 @@
  * setuid-root copy of it as an unprivileged user. `sw_secure_probe env` starts the agent from
  * the environment (sw_init(NULL)); `sw_secure_probe pass` passes its own configuration (file
  * reporter to /dev/null). Either way it records one span, stops the agent and prints
- * "sw_init=<rc>" on stdout.
+ * "sw_init=<name of the code>" (sw_err_name) on stdout.
  */
 #include <stdio.h>
 #include <string.h>
@@ -27,6 +27,6 @@ int main(int argc, char **argv)
     if (rc == 0) {
         sw_shutdown();
     }
-    printf("sw_init=%d\n", rc);
+    printf("sw_init=%s\n", sw_err_name(rc));
     return 0;
 }

@@ -6,6 +6,8 @@ if(TARGET skywalking)
                      test_span_alloc test_segment_pool test_log
                      test_config_hostile
                      test_span_async)
+  # Meters and dynamic configuration (agent/src/meter, report/meter_report.c, report/cds.c).
+  list(APPEND SW_AGENT_TESTS test_meter)
   foreach(t ${SW_AGENT_TESTS})
     sw_add_unit_test(${t} SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/${t}.c LIBS skywalking)
     target_include_directories(${t} PRIVATE ${PROJECT_SOURCE_DIR}/agent/src

@@ -54,8 +54,8 @@ static bool name_valid(const char *s)
     }
     for (size_t i = 0; i < n; i++) {
         char c = s[i];
-        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                  c == '_';
+        bool ok =
+            (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
         if (!ok) {
             return false;
         }
@@ -179,9 +179,9 @@ static sw_meter_t *meter_alloc(sw__meter_kind_t kind, const char *name, const sw
 }
 
 /* Validates, finds an equal meter or appends a new one. */
-static int meter_create(sw__meter_kind_t kind, const char *name, const sw_kv_t *tags,
-                        size_t n_tags, const double *steps, size_t n_steps,
-                        double (*supplier)(void *), void *opaque, sw_meter_t **out)
+static int meter_create(sw__meter_kind_t kind, const char *name, const sw_kv_t *tags, size_t n_tags,
+                        const double *steps, size_t n_steps, double (*supplier)(void *),
+                        void *opaque, sw_meter_t **out)
 {
     if (out == NULL || !name_valid(name) ||
         strncmp(name, SW__METER_PREFIX, sizeof SW__METER_PREFIX - 1) == 0 ||

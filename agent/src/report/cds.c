@@ -47,7 +47,7 @@ static const setting_t settings[] = {
 #define SETTINGS_COUNT (sizeof settings / sizeof settings[0])
 
 /* Applies one command's key/values; returns the settings applied. */
-static int command_apply(sw__cds_t *c, const Skywalking__V3__Command *cmd)
+static int command_apply(char *last_uuid, const Skywalking__V3__Command *cmd)
 {
     const char *uuid = NULL;
     const char *values[SETTINGS_COUNT] = {NULL};
@@ -67,13 +67,15 @@ static int command_apply(sw__cds_t *c, const Skywalking__V3__Command *cmd)
         }
         if (k == SETTINGS_COUNT) {
             char esc[SW__LOG_ESCAPED_SIZE];
-            sw__log(SW_LOG_DEBUG, "configuration discovery: key '%s' is not one this agent knows; "
-                    "ignored", SW__LOG_ESC(esc, key));
+            sw__log(SW_LOG_DEBUG,
+                    "configuration discovery: key '%s' is not one this agent knows; "
+                    "ignored",
+                    SW__LOG_ESC(esc, key));
             continue;
         }
         values[k] = value;
     }
-    if (uuid == NULL || uuid[0] == '\0' || strcmp(uuid, c->uuid) == 0) {
+    if (uuid == NULL || uuid[0] == '\0' || strncmp(uuid, last_uuid, SW_CDS_UUID_MAX - 1) == 0) {
         return 0; /* no configuration, or the one already applied */
     }
     int applied = 0;
@@ -92,39 +94,36 @@ static int command_apply(sw__cds_t *c, const Skywalking__V3__Command *cmd)
                 SW__LOG_ESC(uesc, uuid), err);
     }
     size_t n = strlen(uuid);
-    if (n >= sizeof c->uuid) {
-        n = sizeof c->uuid - 1; /* a longer UUID is remembered (and sent back) cut */
+    if (n >= SW_CDS_UUID_MAX) {
+        n = SW_CDS_UUID_MAX - 1; /* a longer UUID is remembered (and sent back) cut */
     }
-    memcpy(c->uuid, uuid, n);
-    c->uuid[n] = '\0';
+    memcpy(last_uuid, uuid, n);
+    last_uuid[n] = '\0';
     char uesc[SW__LOG_ESCAPED_SIZE];
     sw__log(SW_LOG_INFO, "configuration discovery: applied configuration %s",
-            SW__LOG_ESC(uesc, c->uuid));
+            SW__LOG_ESC(uesc, last_uuid));
     return applied;
 }
 
-int sw__cds_apply(sw__cds_t *c, const uint8_t *data, size_t len)
+int sw__cds_apply(char last_uuid[SW_CDS_UUID_MAX], const uint8_t *data, size_t len)
 {
     Skywalking__V3__Commands *cmds = skywalking__v3__commands__unpack(NULL, len, data);
     if (cmds == NULL) {
-        sw__log(SW_LOG_WARN, "configuration discovery: the answer (%zu bytes) is not a "
-                "skywalking.v3.Commands message; ignored", len);
+        sw__log(SW_LOG_WARN,
+                "configuration discovery: the answer (%zu bytes) is not a "
+                "skywalking.v3.Commands message; ignored",
+                len);
         return -1;
     }
     int applied = 0;
     for (size_t i = 0; i < cmds->n_commands; i++) {
         const Skywalking__V3__Command *cmd = cmds->commands[i];
         if (cmd->command != NULL && strcmp(cmd->command, SW_CDS_COMMAND) == 0) {
-            applied += command_apply(c, cmd);
+            applied += command_apply(last_uuid, cmd);
         }
     }
     skywalking__v3__commands__free_unpacked(cmds, NULL);
     return applied;
-}
-
-const char *sw__cds_uuid(const sw__cds_t *c)
-{
-    return c->uuid;
 }
 
 /* One fetch on the CDS thread. */
@@ -146,7 +145,7 @@ static void fetch_run(void *arg)
                       c->timeout_ms, &c->cancel, &res);
     sw__grpc_conn_outcome(c->conn, res.status, res.details);
     if (res.status == GRPC_STATUS_OK && res.response != NULL) {
-        (void)sw__cds_apply(c, res.response, res.response_len);
+        (void)sw__cds_apply(c->uuid, res.response, res.response_len);
     } else if (res.status != GRPC_STATUS_OK && res.status != GRPC_STATUS_CANCELLED) {
         (void)sw__grpc_notices_status(c->notices, res.status, res.details, "fetchConfigurations",
                                       sw__grpc_conn_target(c->conn), c->token[0] != '\0');
@@ -167,8 +166,8 @@ static void cds_free(sw__cds_t *c)
     free(c);
 }
 
-int sw__cds_start(const sw_config_t *cfg, sw__grpc_notices_t *notices, bool start_thread,
-                  sw__cds_t **out, char *errbuf, size_t errlen)
+int sw__cds_start(const sw_config_t *cfg, sw__grpc_notices_t *notices, sw__cds_t **out,
+                  char *errbuf, size_t errlen)
 {
     sw__cds_t *c = calloc(1, sizeof *c);
     if (c == NULL) {
@@ -182,9 +181,9 @@ int sw__cds_start(const sw_config_t *cfg, sw__grpc_notices_t *notices, bool star
     c->timeout_ms = cfg->grpc_timeout_ms ? cfg->grpc_timeout_ms : 10000;
     sw__grpc_cancel_init(&c->cancel);
     int rc = sw__grpc_conn_create(cfg, "configuration discovery", &c->conn, errbuf, errlen);
-    if (rc == 0 && start_thread) {
-        rc = sw__periodic_start("sw-cds", cfg->cds_interval_s * 1000u, fetch_run,
-                                fetch_interrupt, c, &c->thread);
+    if (rc == 0) {
+        rc = sw__periodic_start("sw-cds", cfg->cds_interval_s * 1000u, fetch_run, fetch_interrupt,
+                                c, &c->thread);
         if (rc != 0) {
             sw__errbuf_printf(errbuf, errlen, "cannot start the configuration discovery thread");
         }

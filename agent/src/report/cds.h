@@ -31,25 +31,23 @@
 typedef struct sw__cds sw__cds_t;
 
 /*
- * Opens a connection for cfg and starts the thread (period cfg->cds_interval_s, not 0), or only
- * prepares the object when !start_thread (tests apply answers by hand). `notices` (statuses
- * worth logging once) must outlive it. Returns 0 and *out; SW_ECONFIG (message in errbuf),
- * SW_ENOMEM or SW_ETHREAD; nothing is left running on error. grpc_init() must have run.
+ * Opens a connection for cfg and starts the thread (period cfg->cds_interval_s, not 0).
+ * `notices` (statuses worth logging once) must outlive it. Returns 0 and *out; SW_ECONFIG
+ * (message in errbuf), SW_ENOMEM or SW_ETHREAD; nothing is left running on error.
+ * grpc_init() must have run.
  */
-int sw__cds_start(const sw_config_t *cfg, sw__grpc_notices_t *notices, bool start_thread,
-                  sw__cds_t **out, char *errbuf, size_t errlen);
+int sw__cds_start(const sw_config_t *cfg, sw__grpc_notices_t *notices, sw__cds_t **out,
+                  char *errbuf, size_t errlen);
 
 /* Cancels a fetch in flight, joins the thread, frees everything. NULL: no-op. */
 void sw__cds_stop(sw__cds_t *c);
 
 /*
- * Applies one packed Commands answer as described above. Returns the number of settings
- * changed or confirmed (0 when nothing applied: no command, same UUID), or -1 when `data` is
- * not a Commands message. CDS thread (or a test that started none).
+ * Applies one packed Commands answer as described above to the running agent; `last_uuid`
+ * holds the UUID last applied ("" at first) and is updated. Returns the number of settings
+ * applied (0 when nothing was: no command, same UUID), or -1 when `data` is not a Commands
+ * message. One thread at a time (the CDS thread; the unit tests call it directly).
  */
-int sw__cds_apply(sw__cds_t *c, const uint8_t *data, size_t len);
-
-/* The UUID last applied ("" before the first). Valid until the next apply. */
-const char *sw__cds_uuid(const sw__cds_t *c);
+int sw__cds_apply(char last_uuid[SW_CDS_UUID_MAX], const uint8_t *data, size_t len);
 
 #endif /* SW_REPORT_CDS_H */

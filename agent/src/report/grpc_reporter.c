@@ -141,7 +141,7 @@ int sw__grpc_reporter_create(const sw_config_t *cfg, sw__report_counters_t *coun
         rc = sw__grpc_conn_create(cfg, "meters", &r->meter_conn, errbuf, errlen);
     }
     if (rc == 0 && cfg->cds_interval_s != 0) {
-        rc = sw__cds_start(cfg, &r->notices, true, &r->cds, errbuf, errlen);
+        rc = sw__cds_start(cfg, &r->notices, &r->cds, errbuf, errlen);
     }
     if (rc != 0) {
         reporter_free(r);

@@ -146,8 +146,8 @@ static int process_add(sw__meter_report_t *m, int64_t now_ms)
     double cpu = wall > 0 ? (ps.cpu_seconds - m->last_cpu_s) / wall * 100.0 : 0.0;
     m->last_cpu_s = ps.cpu_seconds;
     m->last_at = now;
-    int rc = single_add(m, SW__METER_PREFIX "process_cpu_utilization", NULL, 0,
-                        cpu < 0 ? 0 : cpu, now_ms);
+    int rc = single_add(m, SW__METER_PREFIX "process_cpu_utilization", NULL, 0, cpu < 0 ? 0 : cpu,
+                        now_ms);
     if (rc == 0) {
         rc = single_add(m, SW__METER_PREFIX "process_rss_bytes", NULL, 0, (double)ps.rss_bytes,
                         now_ms);

@@ -28,8 +28,8 @@
 
 /* ---- recording ------------------------------------------------------------------------- */
 
-#define THREADS     4
-#define PER_THREAD  50000
+#define THREADS    4
+#define PER_THREAD 50000
 
 static sw_meter_t *shared_counter, *shared_histogram;
 
@@ -405,8 +405,9 @@ Test(meter, configuration_discovery_applies_and_ignores)
     uint32_t limit;
     char ignore[128];
 
-    const char *first[] = {"agent.sample_n_per_3_secs", "1", "agent.span_limit_per_segment", "7",
-                           "agent.ignore_suffix", ".health,.ping"};
+    const char *first[] = {"agent.sample_n_per_3_secs",    "1",
+                           "agent.span_limit_per_segment", "7",
+                           "agent.ignore_suffix",          ".health,.ping"};
     size_t len = cds_answer(buf, sizeof buf, "u1", first, 3);
     cr_assert_eq(sw__cds_apply(uuid, buf, len), 3);
     cr_assert_str_eq(uuid, "u1");
@@ -439,7 +440,7 @@ Test(meter, configuration_discovery_applies_and_ignores)
     /* A bad value (logged escaped, ignored), an unknown key; the absent ignore list goes back
        to its startup value. */
     logged[0] = '\0';
-    const char *bad[] = {"agent.sample_n_per_3_secs", "ten\x01", "agent.no_such_key", "1",
+    const char *bad[] = {"agent.sample_n_per_3_secs",    "ten\x01", "agent.no_such_key", "1",
                          "agent.span_limit_per_segment", "5000"};
     len = cds_answer(buf, sizeof buf, "u2", bad, 3);
     cr_assert_eq(sw__cds_apply(uuid, buf, len), 1, "only the ignore list (restored) applies");

@@ -13,6 +13,8 @@ if(TARGET skywalking)
     target_include_directories(${t} PRIVATE ${PROJECT_SOURCE_DIR}/agent/src
                                             ${CMAKE_CURRENT_SOURCE_DIR}/unit)
   endforeach()
+  target_compile_definitions(test_meter PRIVATE
+    SW_TEST_MAL_FILE="${PROJECT_SOURCE_DIR}/agent/contrib/oap/meter-analyzer-config/skywalking-c.yaml")
 
   # The direct SegmentObject writer against protobuf-c's packing (tests/support/segment_pbc.c).
   sw_add_unit_test(test_segment_encode

@@ -26,6 +26,10 @@
 #include "skywalking.h"
 #include "test_agent_support.h"
 
+#ifndef SW_TEST_MAL_FILE
+#error "SW_TEST_MAL_FILE (agent/contrib/oap/meter-analyzer-config/skywalking-c.yaml) is needed"
+#endif
+
 /* ---- recording ------------------------------------------------------------------------- */
 
 #define THREADS    4
@@ -313,6 +317,23 @@ Test(meter, period_messages)
     cr_assert_geq(thr->singlevalue->value, 1);
     cr_assert_not_null(find_meter(md, n, "sw_c_segments_finished"));
     cr_assert_null(find_meter(md, n, "sw_c_producer_records_sent"), "no producer here");
+    /* Every agent meter has its rule in the MAL file users install in the OAP. */
+    FILE *f = fopen(SW_TEST_MAL_FILE, "r");
+    cr_assert_not_null(f, "cannot read %s", SW_TEST_MAL_FILE);
+    char *mal = calloc(1, 1 << 16);
+    size_t mal_len = fread(mal, 1, (1 << 16) - 1, f);
+    mal[mal_len] = '\0';
+    fclose(f);
+    for (size_t i = 0; i < n; i++) {
+        if (md[i]->metric_case != SKYWALKING__V3__METER_DATA__METRIC_SINGLE_VALUE ||
+            strncmp(md[i]->singlevalue->name, SW__METER_PREFIX, 5) != 0) {
+            continue;
+        }
+        char rule[192];
+        snprintf(rule, sizeof rule, "- name: %s\n", md[i]->singlevalue->name);
+        cr_assert(strstr(mal, rule) != NULL, "no MAL rule for %s", md[i]->singlevalue->name);
+    }
+    free(mal);
 
     /* The Kafka value: a MeterDataCollection of the same messages. */
     sw__bytes_t coll = {0};

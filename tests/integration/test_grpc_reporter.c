@@ -693,8 +693,9 @@ static double json_number(const char *line, const char *key)
     return end == p + strlen(pat) ? NAN : v;
 }
 
-/* The meters records (one per stream) of the collector so far, each a malloc'd line; *n. */
-static char **meters_records(const collector_t *c, size_t *n)
+/* The whole lines of the collector's records holding `needle` and `also` (NULL: any), each
+   malloc'd, in order; *n. */
+static char **lines_matching(const collector_t *c, const char *needle, const char *also, size_t *n)
 {
     char **out = NULL;
     *n = 0;
@@ -706,7 +707,8 @@ static char **meters_records(const collector_t *c, size_t *n)
     size_t cap = 0;
     ssize_t len;
     while ((len = getline(&line, &cap, f)) > 0) {
-        if (line[len - 1] == '\n' && strstr(line, "\"kind\": \"meters\"") != NULL) {
+        if (line[len - 1] == '\n' && strstr(line, needle) != NULL &&
+            (also == NULL || strstr(line, also) != NULL)) {
             out = realloc(out, (*n + 1) * sizeof *out);
             out[(*n)++] = strdup(line);
         }
@@ -731,7 +733,7 @@ static char *meters_wait(const collector_t *c, size_t after, int64_t since_ms, s
     uint64_t deadline = now_ms() + WAIT_MS;
     for (;;) {
         size_t n;
-        char **lines = meters_records(c, &n);
+        char **lines = lines_matching(c, "\"kind\": \"meters\"", NULL, &n);
         for (size_t i = after; i < n; i++) {
             if (json_number(lines[i], "timestamp") >= (double)since_ms) {
                 char *hit = strdup(lines[i]);
@@ -905,20 +907,9 @@ static size_t cds_fetches(const collector_t *c, const char *uuid)
 {
     char needle[160];
     snprintf(needle, sizeof needle, "\"uuid\": \"%s\"", uuid);
-    size_t n = 0;
-    FILE *f = fopen(c->out, "r");
-    if (f == NULL) {
-        return 0;
-    }
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t len;
-    while ((len = getline(&line, &cap, f)) > 0) {
-        n += line[len - 1] == '\n' && strstr(line, "\"kind\": \"cds_fetch\"") != NULL &&
-             strstr(line, needle) != NULL;
-    }
-    free(line);
-    fclose(f);
+    size_t n;
+    char **lines = lines_matching(c, "\"kind\": \"cds_fetch\"", needle, &n);
+    lines_free(lines, n);
     return n;
 }
 
@@ -1038,17 +1029,9 @@ Test(grpc_reporter, configuration_discovery_changes_sampling_without_restart)
     collector_stop(c);
     agent_extra_settings = NULL;
     /* The limited segment reached the collector with 4 spans. */
-    FILE *f = fopen(c->out, "r");
-    cr_assert_not_null(f);
-    char *line = NULL;
-    size_t cap = 0;
-    bool found = false;
-    while (getline(&line, &cap, f) > 0) {
-        if (strstr(line, "\"GET /limited\"") != NULL) {
-            found = json_number(line, "spans") == 4.0;
-        }
-    }
-    free(line);
-    fclose(f);
+    size_t n;
+    char **limited = lines_matching(c, "\"kind\": \"segment\"", "\"GET /limited\"", &n);
+    bool found = n == 1 && json_number(limited[0], "spans") == 4.0;
+    lines_free(limited, n);
     cr_assert(found, "no 4-span segment 'GET /limited' at the collector");
 }

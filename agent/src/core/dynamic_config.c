@@ -231,7 +231,7 @@ void sw__dyncfg_current(int32_t *sample, uint32_t *limit, char *ignore, size_t i
         *limit = sw__dyncfg_span_limit();
     }
     if (ignore != NULL && ignore_len != 0) {
-        /* The writer's own view: only meaningful from the writer or a quiescent agent. */
+        /* Safe from any thread: a table stays allocated until sw_shutdown. */
         const ignore_table_t *t = atomic_load_explicit(&ignore_current, memory_order_acquire);
         snprintf(ignore, ignore_len, "%s", t != NULL ? t->list : "");
     }

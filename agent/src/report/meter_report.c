@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../core/clock.h"
 #include "../log/log.h"
 #include "../meter/meter.h"
 #include "../meter/process_meters.h"
@@ -251,20 +252,13 @@ int sw__meter_report_collect(sw__meter_report_t *m, int64_t now_ms,
     return rc;
 }
 
-static int64_t wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* One period on the meter thread: collect and send; a failure is logged once per change. */
 static void period_run(void *arg)
 {
     sw__meter_report_t *m = arg;
     const sw__report_record_t *items;
     size_t count;
-    int rc = sw__meter_report_collect(m, wall_ms(), &items, &count);
+    int rc = sw__meter_report_collect(m, sw__now_ms(), &items, &count);
     if (rc == 0 && count != 0) {
         rc = m->reporter->report_meters(m->reporter, items, count);
     }

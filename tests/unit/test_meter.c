@@ -500,3 +500,55 @@ Test(meter, ignore_list_replacements_are_bounded)
     cr_assert_eq(sw__dyncfg_set_ignore_suffix("x,\x02", err, sizeof err), SW_ELIMIT);
     agent_test_stop();
 }
+
+/* ---- dynamic configuration under running span threads ------------------------------------ */
+
+#define SPAN_THREADS 3
+static _Atomic bool spans_stop;
+
+static void *spans_loop(void *arg)
+{
+    (void)arg;
+    const char *ops[] = {"GET /a.x", "GET /b.y", "GET /c"};
+    for (unsigned i = 0; !atomic_load_explicit(&spans_stop, memory_order_relaxed); i++) {
+        trace_of(ops[i % 3], 1 + (int)(i % 12));
+    }
+    return NULL;
+}
+
+static void cds_stress_config(sw_config_t *cfg)
+{
+    cfg->span_limit_per_segment = 10;
+    cfg->buffer_buffer_size = 4096;
+}
+
+/* The configuration discovery thread's changes (here: this thread) race trace starts on other
+ * threads: under TSan this checks the publication of every setting (dynamic_config.h); the
+ * accounting stays exact and each setting takes effect. */
+Test(meter, settings_change_under_running_span_threads, .timeout = 120)
+{
+    agent_test_start(agent_test_path(), cds_stress_config);
+    pthread_t t[SPAN_THREADS];
+    for (int i = 0; i < SPAN_THREADS; i++) {
+        cr_assert_eq(pthread_create(&t[i], NULL, spans_loop, NULL), 0);
+    }
+    char err[256];
+    const char *lists[] = {".x", ".y", ".x,.y", ""};
+    const char *samples[] = {"1", "-1", "1000", "0"};
+    const char *limits[] = {"3", "10", "1", "7"};
+    for (int round = 0; round < 60; round++) {
+        cr_assert_eq(sw__dyncfg_set_ignore_suffix(lists[round % 4], err, sizeof err), 0, "%s", err);
+        cr_assert_eq(sw__dyncfg_set_sample(samples[round % 4], err, sizeof err), 0, "%s", err);
+        cr_assert_eq(sw__dyncfg_set_span_limit(limits[round % 4], err, sizeof err), 0, "%s", err);
+        struct timespec pause = {0, 2 * 1000 * 1000}; /* let traces start under this setting */
+        nanosleep(&pause, NULL);
+    }
+    atomic_store(&spans_stop, true);
+    for (int i = 0; i < SPAN_THREADS; i++) {
+        pthread_join(t[i], NULL);
+    }
+    sw_stats_t st = agent_test_stop();
+    cr_assert_gt(st.traces_ignored, 0, "an ignore list never took effect");
+    cr_assert_gt(st.spans_limited, 0, "a span limit never took effect");
+    cr_assert_gt(st.segments_finished, 0);
+}

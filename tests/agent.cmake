@@ -39,6 +39,9 @@ if(TARGET skywalking)
   sw_add_bench(span_bench SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/bench/span_bench.c
                LIBS skywalking)
   target_include_directories(span_bench PRIVATE ${PROJECT_SOURCE_DIR}/agent/src)
+  # What recording a user meter costs, against an atomic increment.
+  sw_add_bench(meter_bench SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/bench/meter_bench.c
+               LIBS skywalking)
 endif()
 
 # One logging path (agent/src/log): no other write to stderr in the agent's library code.

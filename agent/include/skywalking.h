@@ -461,10 +461,10 @@ void sw_meter_gauge_set(sw_meter_t *m, double value);
 
 /*
  * Creates a gauge whose value is `supplier(opaque)` at each report (Java's Gauge with a
- * Supplier). The supplier runs on the agent's meter thread, one call at a time; it must be
- * quick and thread-safe, and must not call sw_* functions that create meters or stop the
- * agent. A NaN it returns leaves the gauge out of that report. Same returns as
- * sw_meter_counter_new (supplier NULL: SW_EINVAL).
+ * Supplier). The supplier runs on the agent's meter thread (and on the caller's thread in
+ * sw_meter_value), so it must be quick and thread-safe; it must not call sw_shutdown (the
+ * shutdown waits for the meter thread). A NaN it returns leaves the gauge out of that report.
+ * Same returns as sw_meter_counter_new (supplier NULL: SW_EINVAL).
  */
 int sw_meter_gauge_callback_new(const char *name, const sw_kv_t *tags, size_t n_tags,
                                 double (*supplier)(void *opaque), void *opaque, sw_meter_t **out);

@@ -552,3 +552,25 @@ Test(meter, settings_change_under_running_span_threads, .timeout = 120)
     cr_assert_gt(st.spans_limited, 0, "a span limit never took effect");
     cr_assert_gt(st.segments_finished, 0);
 }
+
+/* The new settings: ranges, defaults, and the meter topic checked as Kafka checks names. */
+Test(meter, settings_are_checked)
+{
+    sw_config_t cfg;
+    sw_config_init(&cfg);
+    cr_assert_eq(cfg.meter_report_interval_s, 20);
+    cr_assert_eq(cfg.cds_interval_s, 20);
+    char err[256] = "";
+    cr_assert_eq(sw_config_set(&cfg, "SW_METER_REPORT_INTERVAL", "86401", err, sizeof err),
+                 SW_ECONFIG);
+    cr_assert(strstr(err, "SW_METER_REPORT_INTERVAL") != NULL, "%s", err);
+    cr_assert_eq(sw_config_set(&cfg, "SW_AGENT_CDS_INTERVAL", "-1", err, sizeof err), SW_ECONFIG);
+    cr_assert_eq(sw_config_set(&cfg, "SW_METER_REPORT_INTERVAL", "0", err, sizeof err), 0);
+    cr_assert_eq(sw_config_set(&cfg, "SW_AGENT_CDS_INTERVAL", "5", err, sizeof err), 0);
+    cr_assert_eq(cfg.meter_report_interval_s, 0);
+    cr_assert_eq(cfg.cds_interval_s, 5);
+    cr_assert_eq(sw_config_set(&cfg, "SW_KAFKA_TOPIC_METER", "bad topic", err, sizeof err), 0);
+    snprintf(cfg.file_path, sizeof cfg.file_path, "%s", agent_test_path());
+    cr_assert_eq(sw_init(&cfg), SW_ECONFIG, "an invalid meter topic must stop sw_init");
+    cr_assert_not(sw_enabled());
+}

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_stats.h"
 #include "skywalking.h"
 
 static long iterations = 20000000;
@@ -76,18 +77,6 @@ static void *contended(void *arg)
     return NULL;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return v[n / 2];
-}
-
 int main(int argc, char **argv)
 {
     int rounds = 5;
@@ -123,8 +112,8 @@ int main(int argc, char **argv)
         }
         c2[r] = (t[0] + t[1]) / 2;
     }
-    double vb = median(b, rounds), vc = median(c, rounds), vh = median(h, rounds),
-           vg = median(g, rounds), vc2 = median(c2, rounds);
+    double vb = bench_median(b, rounds), vc = bench_median(c, rounds), vh = bench_median(h, rounds),
+           vg = bench_median(g, rounds), vc2 = bench_median(c2, rounds);
     double total;
     sw_meter_value(counter, &total);
     double expected = (double)rounds * (double)iterations * 2;

@@ -974,6 +974,11 @@ Test(grpc_reporter, configuration_discovery_changes_sampling_without_restart)
 
     /* Before any answer: everything is sampled; the first fetch sends an empty uuid. */
     cds_fetches_wait(c, "", 0);
+    size_t named;
+    char **fetches =
+        lines_matching(c, "\"kind\": \"cds_fetch\"", "\"service\": \"grpc-test-service\"", &named);
+    lines_free(fetches, named);
+    cr_assert_geq(named, 1, "fetchConfigurations must name the service");
     cr_assert_eq(burst_sampled(30, "GET /a", &windows), 30);
 
     /* agent.sample_n_per_3_secs=1: at most one sampled trace per 3 s window. */

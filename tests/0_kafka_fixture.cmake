@@ -18,7 +18,8 @@ set(SW_KAFKA_FIXTURE_TOPICS
   --topic sw-test-6p:6
   --topic sw-test-1p:1
   --topic skywalking-segments:3
-  --topic skywalking-managements:1)
+  --topic skywalking-managements:1
+  --topic skywalking-meters:1)
 
 # The lifetime bounds how long the broker can outlive a ctest run that never reached the
 # cleanup test (ctest killed): its watchdog then kills the JVM.

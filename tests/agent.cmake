@@ -6,11 +6,15 @@ if(TARGET skywalking)
                      test_span_alloc test_segment_pool test_log
                      test_config_hostile
                      test_span_async test_w3c)
+  # Meters and dynamic configuration (agent/src/meter, report/meter_report.c, report/cds.c).
+  list(APPEND SW_AGENT_TESTS test_meter)
   foreach(t ${SW_AGENT_TESTS})
     sw_add_unit_test(${t} SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/${t}.c LIBS skywalking)
     target_include_directories(${t} PRIVATE ${PROJECT_SOURCE_DIR}/agent/src
                                             ${CMAKE_CURRENT_SOURCE_DIR}/unit)
   endforeach()
+  target_compile_definitions(test_meter PRIVATE
+    SW_TEST_MAL_FILE="${PROJECT_SOURCE_DIR}/agent/contrib/oap/meter-analyzer-config/skywalking-c.yaml")
 
   # The three error tables (DC_E*, KP_E*, SW_E*): disjoint ranges, a name and a message for every
   # code; and every error skywalking.h documents, called (tests/unit/test_error_paths_sw.c).
@@ -44,6 +48,9 @@ if(TARGET skywalking)
   sw_add_bench(span_bench SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/bench/span_bench.c
                LIBS skywalking)
   target_include_directories(span_bench PRIVATE ${PROJECT_SOURCE_DIR}/agent/src)
+  # What recording a user meter costs, against an atomic increment.
+  sw_add_bench(meter_bench SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/bench/meter_bench.c
+               LIBS skywalking)
 endif()
 
 # One logging path (agent/src/log): no other write to stderr in the agent's library code.

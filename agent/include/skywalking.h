@@ -165,6 +165,11 @@ const char *sw_log_level_name(sw_log_level_t level);
  *   SW_REPORTER_FILE_PATH               file reporter output (default skywalking-segments.bin)
  *   SW_BUFFER_CHANNEL_SIZE              DataCarrier channels (default 5)
  *   SW_BUFFER_BUFFER_SIZE               slots per channel (default 300)
+ *   SW_METER_REPORT_INTERVAL            seconds between meter reports (Kafka and gRPC), 0 = no
+ *                                       meters, 1..86400 (default 20)
+ *   SW_AGENT_CDS_INTERVAL               seconds between dynamic configuration fetches (gRPC
+ *                                       only), 0 = none, 1..86400 (default 20)
+ *   SW_KAFKA_TOPIC_METER                meter topic (default skywalking-meters)
  *   SW_AGENT_MAX_SEGMENTS               segment blocks the agent may hold at once, 0..16777216;
  *                                       0 (default) derives it from the DataCarrier: 2 x the
  *                                       slots of all channels (each rounded up to a power of
@@ -221,6 +226,10 @@ typedef struct sw_config {
     uint32_t buffer_buffer_size;
     uint32_t max_segments; /* 0: derived from the buffer sizes */
     uint32_t propagation;  /* sw_propagation_t (SW_AGENT_PROPAGATION) */
+    /* Meters and dynamic configuration. */
+    uint32_t meter_report_interval_s; /* 0: no meters */
+    uint32_t cds_interval_s;          /* 0: no configuration discovery */
+    char kafka_topic_meter[SW_CONFIG_NAME_MAX];
 } sw_config_t;
 
 /* Fills `cfg` with the defaults (empty names are resolved by sw_init). Any thread. Cannot fail
@@ -487,6 +496,90 @@ typedef struct sw_stats {
  * Cannot fail (a NULL stats is ignored).
  */
 void sw_stats(sw_stats_t *stats);
+
+/* ----------------------------------------------------------------------------------------- */
+/* Meters                                                                                     */
+/* ----------------------------------------------------------------------------------------- */
+
+/*
+ * User meters, as the SkyWalking Java toolkit's MeterFactory offers them: a Counter (increment),
+ * a Gauge (a value that is set, or a callback the agent calls), a Histogram (fixed steps,
+ * addValue). Every SW_METER_REPORT_INTERVAL seconds (default 20) the agent reports every meter
+ * with the process and agent meters to the OAP (MeterReportService over gRPC, or the Kafka
+ * topic skywalking-meters); the file reporter reports no meters.
+ *
+ * Meters live for the rest of the process (they may be created before sw_init and survive
+ * sw_shutdown; there is no delete), in a registry of at most SW_METER_MAX. Creating a meter
+ * whose name, tags and kind equal an existing one returns that one. The handle is a plain
+ * pointer, valid for the rest of the process, usable from any thread.
+ *
+ * Names: 1..SW_METER_NAME_MAX bytes of [A-Za-z0-9_], not starting with a digit (MAL names the
+ * meter by it); do not start them with "sw_c_", the agent's own prefix. Tags: at most
+ * SW_METER_TAGS_MAX pairs, keys like names, values up to SW_METER_TAG_VALUE_MAX bytes without
+ * control bytes; they become the meter's labels. Everything is copied.
+ *
+ * Recording (sw_meter_counter_add, sw_meter_gauge_set, sw_meter_histogram_add) is lock-free:
+ * one atomic operation (a CAS loop for a counter's double), no allocation, any thread, also
+ * while the agent is off (the value is kept and reported once it runs).
+ */
+#define SW_METER_MAX           256
+#define SW_METER_NAME_MAX      128
+#define SW_METER_TAGS_MAX      8
+#define SW_METER_TAG_VALUE_MAX 256
+#define SW_METER_STEPS_MAX     64
+
+typedef struct sw_meter sw_meter_t;
+
+/*
+ * Creates a counter: a value that only changes by sw_meter_counter_add, reported as its running
+ * total (MAL: `.increase('PT1M')` or `.rate('PT1M')`). Returns 0 and *out; SW_EINVAL (a bad
+ * name or tag, or an existing meter of another kind with that name and tags); SW_ELIMIT
+ * (SW_METER_MAX meters exist); SW_ENOMEM. Any thread; takes the registry's lock.
+ */
+int sw_meter_counter_new(const char *name, const sw_kv_t *tags, size_t n_tags, sw_meter_t **out);
+
+/* Adds `delta` (may be negative, as Java's Counter.increment) to a counter. Exact for integral
+   deltas while the total stays within 2^53. A NULL or non-counter meter is ignored. */
+void sw_meter_counter_add(sw_meter_t *m, double delta);
+
+/* Creates a gauge whose value is set with sw_meter_gauge_set (0 until then). Same returns as
+   sw_meter_counter_new. */
+int sw_meter_gauge_new(const char *name, const sw_kv_t *tags, size_t n_tags, sw_meter_t **out);
+
+/* Sets a gauge's value. A NULL or non-gauge meter is ignored. */
+void sw_meter_gauge_set(sw_meter_t *m, double value);
+
+/*
+ * Creates a gauge whose value is `supplier(opaque)` at each report (Java's Gauge with a
+ * Supplier). The supplier runs on the agent's meter thread (and on the caller's thread in
+ * sw_meter_value), so it must be quick and thread-safe; it must not call sw_shutdown (the
+ * shutdown waits for the meter thread). A NaN it returns leaves the gauge out of that report.
+ * Same returns as sw_meter_counter_new (supplier NULL: SW_EINVAL).
+ */
+int sw_meter_gauge_callback_new(const char *name, const sw_kv_t *tags, size_t n_tags,
+                                double (*supplier)(void *opaque), void *opaque, sw_meter_t **out);
+
+/*
+ * Creates a histogram with `n_steps` (1..SW_METER_STEPS_MAX) bucket lower bounds, finite and
+ * strictly ascending (Java's Histogram steps). A value v counts in the bucket of the largest
+ * step <= v (a value equal to a step counts in that step's bucket); the last bucket reaches
+ * +infinity; a value below steps[0] is not counted (as the Java agent does): make steps[0] the
+ * lowest value you record, e.g. 0, as the toolkit's minValue. Reported with one bucket per step
+ * (MAL: `.histogram().histogram_percentile([50,90,99])`). Same returns as
+ * sw_meter_counter_new (bad steps: SW_EINVAL).
+ */
+int sw_meter_histogram_new(const char *name, const sw_kv_t *tags, size_t n_tags,
+                           const double *steps, size_t n_steps, sw_meter_t **out);
+
+/* Counts one value in a histogram. A NULL or non-histogram meter is ignored. */
+void sw_meter_histogram_add(sw_meter_t *m, double value);
+
+/*
+ * Reads a meter's current value: a counter's total, a gauge's value (a callback gauge's
+ * supplier is called on this thread), a histogram's count of every value counted. Returns 0
+ * or SW_EINVAL (NULL). Any thread.
+ */
+int sw_meter_value(sw_meter_t *m, double *value);
 
 /* ----------------------------------------------------------------------------------------- */
 /* Function-level spans (-finstrument-functions)                                              */

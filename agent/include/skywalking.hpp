@@ -41,6 +41,8 @@
 #include <cstring>
 #include <exception>
 #include <functional>
+#include <initializer_list>
+#include <limits>
 #include <string_view>
 #include <type_traits>
 #include <typeinfo>
@@ -434,6 +436,144 @@ traced(std::string_view operation,
 {
     return traced_task<std::decay_t<F>>(operation, std::decay_t<F>(std::forward<F>(f)));
 }
+
+/*
+ * User meters (skywalking.h, sw_meter_*), as the Java toolkit's Counter, Gauge and Histogram:
+ *
+ *     auto orders = skywalking::counter::create("orders_total", {{"route", "/orders"}});
+ *     orders.increment();
+ *     auto latency = skywalking::histogram::create("order_ms", {0, 10, 50, 100});
+ *     latency.add_value(42);
+ *
+ * A meter is a plain handle, valid for the rest of the process; copy it freely. When creation
+ * failed (a bad name, SW_METER_MAX reached), error() says why and every call is a no-op. Names
+ * and tags are copied (tags: at most SW_METER_TAGS_MAX, each truncated to the C API's limits).
+ */
+class meter
+{
+  public:
+    using tag_list = std::initializer_list<std::pair<std::string_view, std::string_view>>;
+
+    /* 0, or the SW_E* code of the failed creation. */
+    int error() const noexcept
+    {
+        return rc_;
+    }
+    /* The current value (sw_meter_value); NaN for a failed meter. */
+    double value() const noexcept
+    {
+        double v = 0;
+        return sw_meter_value(m_, &v) == 0 ? v : std::numeric_limits<double>::quiet_NaN();
+    }
+    sw_meter_t *get() const noexcept
+    {
+        return m_;
+    }
+
+  protected:
+    /* Calls make(name, tags, n) with NUL-terminated copies; n > SW_METER_TAGS_MAX: SW_EINVAL. */
+    template <class Make> static meter made(std::string_view name, tag_list tags, Make make)
+    {
+        meter out;
+        if (tags.size() > SW_METER_TAGS_MAX) {
+            out.rc_ = SW_EINVAL;
+            return out;
+        }
+        char text[SW_METER_TAGS_MAX][2][SW_METER_TAG_VALUE_MAX + 1];
+        sw_kv_t kv[SW_METER_TAGS_MAX];
+        std::size_t n = 0;
+        for (const auto &tag : tags) {
+            copy_to(text[n][0], tag.first);
+            copy_to(text[n][1], tag.second);
+            kv[n] = sw_kv_t{text[n][0], text[n][1]};
+            n++;
+        }
+        char name_text[SW_METER_NAME_MAX + 2];
+        copy_to(name_text, name);
+        out.rc_ = make(name_text, n != 0 ? kv : nullptr, n, &out.m_);
+        if (out.rc_ != 0) {
+            out.m_ = nullptr;
+        }
+        return out;
+    }
+
+  private:
+    template <std::size_t N> static void copy_to(char (&dst)[N], std::string_view text) noexcept
+    {
+        std::size_t len = text.size() < N ? text.size() : N - 1;
+        if (len != 0) {
+            std::memcpy(dst, text.data(), len);
+        }
+        dst[len] = '\0';
+    }
+
+    sw_meter_t *m_ = nullptr;
+    int rc_ = SW_EINVAL;
+};
+
+class counter : public meter
+{
+  public:
+    static counter create(std::string_view name, tag_list tags = {}) noexcept
+    {
+        return counter(made(name, tags, sw_meter_counter_new));
+    }
+    void increment(double delta = 1) const noexcept
+    {
+        sw_meter_counter_add(get(), delta);
+    }
+
+  private:
+    explicit counter(meter m) noexcept : meter(m) {}
+};
+
+class gauge : public meter
+{
+  public:
+    /* A gauge set with set(). */
+    static gauge create(std::string_view name, tag_list tags = {}) noexcept
+    {
+        return gauge(made(name, tags, sw_meter_gauge_new));
+    }
+    /* A gauge whose value is supplier(opaque) at each report (see sw_meter_gauge_callback_new
+       for the thread it runs on). */
+    static gauge create(std::string_view name, double (*supplier)(void *), void *opaque,
+                        tag_list tags = {}) noexcept
+    {
+        return gauge(made(name, tags,
+                          [&](const char *n, const sw_kv_t *kv, std::size_t k, sw_meter_t **out) {
+                              return sw_meter_gauge_callback_new(n, kv, k, supplier, opaque, out);
+                          }));
+    }
+    void set(double value) const noexcept
+    {
+        sw_meter_gauge_set(get(), value);
+    }
+
+  private:
+    explicit gauge(meter m) noexcept : meter(m) {}
+};
+
+class histogram : public meter
+{
+  public:
+    /* `steps`: bucket lower bounds, ascending (sw_meter_histogram_new). */
+    static histogram create(std::string_view name, std::initializer_list<double> steps,
+                            tag_list tags = {}) noexcept
+    {
+        return histogram(made(
+            name, tags, [&](const char *n, const sw_kv_t *kv, std::size_t k, sw_meter_t **out) {
+                return sw_meter_histogram_new(n, kv, k, steps.begin(), steps.size(), out);
+            }));
+    }
+    void add_value(double value) const noexcept
+    {
+        sw_meter_histogram_add(get(), value);
+    }
+
+  private:
+    explicit histogram(meter m) noexcept : meter(m) {}
+};
 
 } // namespace skywalking
 

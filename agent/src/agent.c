@@ -7,9 +7,9 @@
 
 #include "agent_internal.h"
 #include "config/config.h"
-#include "config/list.h"
 #include "core/clock.h"
 #include "core/context.h"
+#include "core/dynamic_config.h"
 #include "log/log.h"
 #include "report/pipeline.h"
 
@@ -37,36 +37,6 @@ static void after_fork_child(void)
     sw__agent_after_fork_child();
 }
 
-/* Splits the ignore list into the agent's table. Returns 0 or SW_ECONFIG. */
-static int ignore_parse(sw__agent_t *a, char *errbuf, size_t errlen)
-{
-    a->ignore_count = 0;
-    const char *cursor = a->config.ignore_suffix;
-    size_t n;
-    for (const char *item; (item = sw__list_next(&cursor, &n)) != NULL;) {
-        if (a->ignore_count == SW__IGNORE_MAX) {
-            sw__errbuf_printf(errbuf, errlen, "SW_AGENT_IGNORE_SUFFIX has more than %d entries",
-                              SW__IGNORE_MAX);
-            return SW_ECONFIG;
-        }
-        a->ignore[a->ignore_count].text = item;
-        a->ignore[a->ignore_count].len = n;
-        a->ignore_count++;
-    }
-    return 0;
-}
-
-/* Slots of the segment DataCarrier: channels x ring size, each ring rounded up to a power of
-   two and at least 2, as dc_carrier_create does (datacarrier.h). */
-static uint64_t carrier_slots(const sw_config_t *cfg)
-{
-    uint64_t ring = 2;
-    while (ring < cfg->buffer_buffer_size) {
-        ring <<= 1;
-    }
-    return (uint64_t)cfg->buffer_channel_size * ring;
-}
-
 /* Everything of sw_init that can fail, with the lifecycle lock held. */
 static int init_locked(const sw_config_t *cfg, char *errbuf, size_t errlen)
 {
@@ -91,7 +61,8 @@ static int init_locked(const sw_config_t *cfg, char *errbuf, size_t errlen)
     }
     int rc = sw__config_finalize(&a->config, errbuf, errlen);
     if (rc == 0) {
-        rc = ignore_parse(a, errbuf, errlen);
+        /* The ignore list and the span limit (configuration discovery may change them). */
+        rc = sw__dyncfg_init(&a->config, a->config.span_limit_per_segment, errbuf, errlen);
     }
     if (rc != 0) {
         return rc;
@@ -99,9 +70,10 @@ static int init_locked(const sw_config_t *cfg, char *errbuf, size_t errlen)
     sw__ids_seed();
     uint64_t max_blocks = a->config.max_segments != 0
                               ? a->config.max_segments
-                              : sw__segment_pool_default_max(carrier_slots(&a->config));
+                              : sw__segment_pool_default_max(sw__pipeline_slots(&a->config));
     if (sw__segment_pool_init(&a->pool, a->config.span_limit_per_segment,
                               a->config.segment_arena_bytes, max_blocks) != 0) {
+        sw__dyncfg_release();
         sw__errbuf_printf(errbuf, errlen,
                           "SW_AGENT_SPAN_LIMIT / SW_AGENT_SEGMENT_ARENA_BYTES / "
                           "SW_AGENT_MAX_SEGMENTS out of range");
@@ -113,6 +85,7 @@ static int init_locked(const sw_config_t *cfg, char *errbuf, size_t errlen)
     rc =
         sw__pipeline_start(&a->config, &a->pool, &a->report_counters, &a->pipeline, errbuf, errlen);
     if (rc != 0) {
+        sw__dyncfg_release();
         return rc;
     }
     a->carrier = sw__pipeline_carrier(a->pipeline);
@@ -183,6 +156,7 @@ static int shutdown_impl(bool release_memory)
     st.segments_failed =
         atomic_load_explicit(&sw__agent.report_counters.failed, memory_order_acquire);
     if (release_memory) {
+        sw__dyncfg_release(); /* the discovery thread stopped with the reporter */
         sw__segment_pool_destroy(&sw__agent.pool);
         sw__context_drop_stale(&sw__tls_context); /* the caller's own blocks */
     }
@@ -245,5 +219,6 @@ void sw__agent_after_fork_child(void)
         sw__agent.registry_head = NULL;
         sw__agent.run_epoch = 0;
         atomic_init(&sw__agent.pool.free_head, NULL);
+        sw__dyncfg_forget();
     }
 }

@@ -18,6 +18,7 @@
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -89,6 +90,8 @@ static int port_file_read(const char *path)
    its port file. The records file is kept across restarts. */
 /* When set, the next collector serves TLS with these PEM files (cert, key). */
 static const char *collector_tls_cert, *collector_tls_key;
+/* When set, the next collector answers fetchConfigurations from this file (--cds-file). */
+static const char *collector_cds_file;
 
 static void collector_start(collector_t *c, int port, const char *token, const char *command)
 {
@@ -101,7 +104,7 @@ static void collector_start(collector_t *c, int port, const char *token, const c
     unlink(c->port_file);
     char port_arg[16];
     snprintf(port_arg, sizeof port_arg, "%d", port);
-    const char *argv[16] = {PYTHON,        SW_TEST_GRPC_COLLECTOR, "--port", port_arg,
+    const char *argv[20] = {PYTHON,        SW_TEST_GRPC_COLLECTOR, "--port", port_arg,
                             "--port-file", c->port_file,           "--out",  c->out};
     int argc = 8;
     if (token != NULL) {
@@ -111,6 +114,10 @@ static void collector_start(collector_t *c, int port, const char *token, const c
     if (command != NULL) {
         argv[argc++] = "--command";
         argv[argc++] = command;
+    }
+    if (collector_cds_file != NULL) {
+        argv[argc++] = "--cds-file";
+        argv[argc++] = collector_cds_file;
     }
     if (collector_tls_cert != NULL) {
         argv[argc++] = "--tls-cert";
@@ -292,6 +299,8 @@ static size_t records_duplicates(const records_t *r)
 
 /* When set, the agent uses TLS with this CA file. */
 static const char *agent_ssl_ca;
+/* Further settings for the next agent start: key, value, ..., NULL. */
+static const char *const *agent_extra_settings;
 
 static void agent_start_backend(const char *backend, const char *token, uint32_t timeout_ms,
                                 uint32_t buffer_size)
@@ -319,6 +328,9 @@ static void agent_start_backend(const char *backend, const char *token, uint32_t
         cr_assert_eq(sw_config_set(&cfg, "SW_AGENT_SSL", "true", err, sizeof err), 0, "%s", err);
         cr_assert_eq(sw_config_set(&cfg, "SW_AGENT_SSL_CA_FILE", agent_ssl_ca, err, sizeof err), 0,
                      "%s", err);
+    }
+    for (const char *const *kv = agent_extra_settings; kv != NULL && kv[0] != NULL; kv += 2) {
+        cr_assert_eq(sw_config_set(&cfg, kv[0], kv[1], err, sizeof err), 0, "%s", err);
     }
     snprintf(cfg.service_name, sizeof cfg.service_name, "grpc-test-service");
     snprintf(cfg.instance_name, sizeof cfg.instance_name, INSTANCE);
@@ -661,4 +673,370 @@ Test(grpc_reporter, tls_with_a_ca_file)
     records_t r = records_read(c, INSTANCE);
     cr_expect_eq(r.segments, 100);
     records_free(&r);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Meters and configuration discovery (MeterReportService, ConfigurationDiscoveryService)    */
+/* ---------------------------------------------------------------------------------------- */
+
+/* The value after `"<key>": ` in a JSON line, or NAN. */
+static double json_number(const char *line, const char *key)
+{
+    char pat[192];
+    snprintf(pat, sizeof pat, "\"%s\": ", key);
+    const char *p = strstr(line, pat);
+    if (p == NULL) {
+        return NAN;
+    }
+    char *end;
+    double v = strtod(p + strlen(pat), &end);
+    return end == p + strlen(pat) ? NAN : v;
+}
+
+/* The whole lines of the collector's records holding `needle` and `also` (NULL: any), each
+   malloc'd, in order; *n. */
+static char **lines_matching(const collector_t *c, const char *needle, const char *also, size_t *n)
+{
+    char **out = NULL;
+    *n = 0;
+    FILE *f = fopen(c->out, "r");
+    if (f == NULL) {
+        return NULL;
+    }
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    while ((len = getline(&line, &cap, f)) > 0) {
+        if (line[len - 1] == '\n' && strstr(line, needle) != NULL &&
+            (also == NULL || strstr(line, also) != NULL)) {
+            out = realloc(out, (*n + 1) * sizeof *out);
+            out[(*n)++] = strdup(line);
+        }
+    }
+    free(line);
+    fclose(f);
+    return out;
+}
+
+static void lines_free(char **lines, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(lines[i]);
+    }
+    free(lines);
+}
+
+/* Waits (bounded) for a meters stream that arrived after `after` streams and whose timestamp
+   is at least `since_ms` (CLOCK_REALTIME); returns it (malloc'd) and *index. */
+static char *meters_wait(const collector_t *c, size_t after, int64_t since_ms, size_t *index)
+{
+    uint64_t deadline = now_ms() + WAIT_MS;
+    for (;;) {
+        size_t n;
+        char **lines = lines_matching(c, "\"kind\": \"meters\"", NULL, &n);
+        for (size_t i = after; i < n; i++) {
+            if (json_number(lines[i], "timestamp") >= (double)since_ms) {
+                char *hit = strdup(lines[i]);
+                *index = i;
+                lines_free(lines, n);
+                return hit;
+            }
+        }
+        lines_free(lines, n);
+        cr_assert_lt(now_ms(), deadline, "no meters stream after #%zu within %d ms", after,
+                     WAIT_MS);
+        poll_pause();
+    }
+}
+
+static int64_t wall_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static sw_meter_t *test_counter;
+#define COUNTER_THREADS 4
+#define COUNTER_ADDS    2500
+
+static void *counter_adds(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < COUNTER_ADDS; i++) {
+        sw_meter_counter_add(test_counter, 1);
+    }
+    return NULL;
+}
+
+/* Threads that wait until released: a known number of extra threads. */
+static pthread_mutex_t park_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t park_cond = PTHREAD_COND_INITIALIZER;
+static bool park_release;
+
+static void *parked(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&park_lock);
+    while (!park_release) {
+        pthread_cond_wait(&park_cond, &park_lock);
+    }
+    pthread_mutex_unlock(&park_lock);
+    return NULL;
+}
+
+#define EXTRA_FDS     40
+#define EXTRA_THREADS 6
+
+Test(grpc_reporter, meters_arrive_every_period_with_the_right_values)
+{
+    static const char *const settings[] = {"SW_METER_REPORT_INTERVAL", "1", "SW_AGENT_CDS_INTERVAL",
+                                           "0", NULL};
+    agent_extra_settings = settings;
+    sw_kv_t route = {"route", "/orders"};
+    cr_assert_eq(sw_meter_counter_new("test_requests", &route, 1, &test_counter), 0);
+    const double steps[] = {0, 10, 100};
+    sw_meter_t *h, *g;
+    cr_assert_eq(sw_meter_histogram_new("test_latency_ms", NULL, 0, steps, 3, &h), 0);
+    cr_assert_eq(sw_meter_gauge_new("test_gauge", NULL, 0, &g), 0);
+    sw_meter_gauge_set(g, 12.5);
+    sw_meter_histogram_add(h, 5);
+    sw_meter_histogram_add(h, 10);
+    sw_meter_histogram_add(h, 500);
+    pthread_t t[COUNTER_THREADS];
+    for (int i = 0; i < COUNTER_THREADS; i++) {
+        cr_assert_eq(pthread_create(&t[i], NULL, counter_adds, NULL), 0);
+    }
+    for (int i = 0; i < COUNTER_THREADS; i++) {
+        pthread_join(t[i], NULL);
+    }
+
+    collector_t *c = &the_collector;
+    collector_start(c, 0, NULL, NULL);
+    int64_t started = wall_now_ms();
+    agent_start(c->port, NULL, 10000, 4096);
+    segments_emit("metered", 10);
+
+    size_t idx;
+    char *first = meters_wait(c, 0, started, &idx);
+    char service[64], instance[64];
+    cr_assert(json_string(first, "service", service, sizeof service), "%s", first);
+    cr_assert_str_eq(service, "grpc-test-service");
+    cr_assert(json_string(first, "serviceInstance", instance, sizeof instance));
+    cr_assert_str_eq(instance, INSTANCE);
+    double ts = json_number(first, "timestamp");
+    cr_assert(ts >= (double)started - 1000 && ts <= (double)wall_now_ms() + 1000, "timestamp %f",
+              ts);
+    cr_assert_eq(json_number(first, "later_with_entity"), 0.0,
+                 "service/instance/timestamp only on the first element: %s", first);
+    cr_assert_eq(json_number(first, "test_requests{route=/orders}"),
+                 (double)(COUNTER_THREADS * COUNTER_ADDS), "%s", first);
+    cr_assert_eq(json_number(first, "test_gauge{}"), 12.5);
+    cr_assert(strstr(first, "\"test_latency_ms{}\": [[0.0, 1], [10.0, 1], [100.0, 1]]") != NULL,
+              "histogram: %s", first);
+    double rss = json_number(first, "sw_c_process_rss_bytes{}");
+    double threads = json_number(first, "sw_c_process_threads{}");
+    double fds = json_number(first, "sw_c_process_open_fds{}");
+    cr_assert_gt(rss, 0);
+    cr_assert_geq(threads, 1);
+    cr_assert_geq(fds, 3);
+    cr_assert_geq(json_number(first, "sw_c_process_cpu_utilization{}"), 0);
+    cr_assert_geq(json_number(first, "sw_c_segments_finished{}"), 0);
+    cr_assert(!isnan(json_number(first, "sw_c_queue_fill_percent{}")));
+
+    /* A known number of extra fds and threads shows in a later period. */
+    int extra[EXTRA_FDS];
+    for (int i = 0; i < EXTRA_FDS; i++) {
+        extra[i] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        cr_assert_geq(extra[i], 0);
+    }
+    pthread_t p[EXTRA_THREADS];
+    for (int i = 0; i < EXTRA_THREADS; i++) {
+        cr_assert_eq(pthread_create(&p[i], NULL, parked, NULL), 0);
+    }
+    int64_t opened = wall_now_ms();
+    size_t idx2;
+    char *later = meters_wait(c, idx + 1, opened + 1, &idx2);
+    double fds2 = json_number(later, "sw_c_process_open_fds{}");
+    double threads2 = json_number(later, "sw_c_process_threads{}");
+    fprintf(stderr, "meters: fds %.0f -> %.0f, threads %.0f -> %.0f, rss %.0f\n", fds, fds2,
+            threads, threads2, rss);
+    cr_expect(fds2 - fds >= EXTRA_FDS && fds2 - fds <= EXTRA_FDS + 6, "fds %.0f -> %.0f", fds,
+              fds2);
+    cr_expect(threads2 - threads >= EXTRA_THREADS && threads2 - threads <= EXTRA_THREADS + 4,
+              "threads %.0f -> %.0f", threads, threads2);
+    cr_expect_eq(json_number(later, "test_requests{route=/orders}"),
+                 (double)(COUNTER_THREADS * COUNTER_ADDS));
+    pthread_mutex_lock(&park_lock);
+    park_release = true;
+    pthread_cond_broadcast(&park_cond);
+    pthread_mutex_unlock(&park_lock);
+    for (int i = 0; i < EXTRA_THREADS; i++) {
+        pthread_join(p[i], NULL);
+    }
+    for (int i = 0; i < EXTRA_FDS; i++) {
+        close(extra[i]);
+    }
+
+    /* Every period: with a 1 s interval, 3 more streams within a bounded wait. */
+    size_t idx3;
+    char *third = meters_wait(c, idx2 + 3, 0, &idx3);
+    free(third);
+    agent_test_stop();
+    collector_stop(c);
+    agent_extra_settings = NULL;
+    free(first);
+    free(later);
+}
+
+/* Writes the collector's configuration discovery answer atomically (rename). */
+static void cds_answer_write(const collector_t *c, const char *json)
+{
+    char tmp[256], path[256];
+    snprintf(path, sizeof path, "%.200s/cds.json", c->dir);
+    snprintf(tmp, sizeof tmp, "%.200s/cds.json.tmp", c->dir);
+    FILE *f = fopen(tmp, "w");
+    cr_assert_not_null(f);
+    fputs(json, f);
+    fclose(f);
+    cr_assert_eq(rename(tmp, path), 0);
+}
+
+/* Fetches the collector recorded that sent `uuid`. */
+static size_t cds_fetches(const collector_t *c, const char *uuid)
+{
+    char needle[160];
+    snprintf(needle, sizeof needle, "\"uuid\": \"%s\"", uuid);
+    size_t n;
+    char **lines = lines_matching(c, "\"kind\": \"cds_fetch\"", needle, &n);
+    lines_free(lines, n);
+    return n;
+}
+
+/* Waits until the collector has more than `than` fetches that sent `uuid`. */
+static void cds_fetches_wait(const collector_t *c, const char *uuid, size_t than)
+{
+    uint64_t deadline = now_ms() + WAIT_MS;
+    while (cds_fetches(c, uuid) <= than) {
+        cr_assert_lt(now_ms(), deadline, "no fetch with uuid '%s' within %d ms", uuid, WAIT_MS);
+        poll_pause();
+    }
+}
+
+/* Starts `n` one-span traces as fast as possible; returns how many were sampled, and the
+   number of 3-second sampler windows the burst touched in *windows. */
+static uint64_t burst_sampled(int n, const char *op, int64_t *windows)
+{
+    sw_stats_t before = stats_now();
+    int64_t t0 = wall_now_ms();
+    for (int i = 0; i < n; i++) {
+        sw_entry_span_begin(op, NULL);
+        sw_span_end();
+    }
+    int64_t t1 = wall_now_ms();
+    sw_stats_t after = stats_now();
+    *windows = t1 / 3000 - t0 / 3000 + 1;
+    return (uint64_t)n - (after.traces_sampled_out - before.traces_sampled_out) -
+           (after.traces_ignored - before.traces_ignored);
+}
+
+static char cds_log[8192];
+static pthread_mutex_t cds_log_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void cds_log_capture(sw_log_level_t level, const char *message, void *opaque)
+{
+    (void)level;
+    (void)opaque;
+    pthread_mutex_lock(&cds_log_lock);
+    size_t at = strlen(cds_log);
+    snprintf(cds_log + at, sizeof cds_log - at, "%s\n", message);
+    pthread_mutex_unlock(&cds_log_lock);
+}
+
+Test(grpc_reporter, configuration_discovery_changes_sampling_without_restart)
+{
+    static const char *const settings[] = {"SW_METER_REPORT_INTERVAL", "0", "SW_AGENT_CDS_INTERVAL",
+                                           "1", NULL};
+    agent_extra_settings = settings;
+    collector_t *c = &the_collector;
+    char cds_path[256];
+    snprintf(cds_path, sizeof cds_path, "/tmp/sw-grpc-cds-%d", (int)getpid());
+    /* The collector's directory is made by collector_start: point at a file in it after. */
+    collector_start(c, 0, NULL, NULL);
+    collector_stop(c);
+    snprintf(cds_path, sizeof cds_path, "%.200s/cds.json", c->dir);
+    collector_cds_file = cds_path;
+    collector_start(c, 0, NULL, NULL);
+    collector_cds_file = NULL;
+    sw_set_log_handler(cds_log_capture, NULL);
+    agent_start(c->port, NULL, 10000, 4096);
+    int64_t windows;
+
+    /* Before any answer: everything is sampled; the first fetch sends an empty uuid. */
+    cds_fetches_wait(c, "", 0);
+    size_t named;
+    char **fetches =
+        lines_matching(c, "\"kind\": \"cds_fetch\"", "\"service\": \"grpc-test-service\"", &named);
+    lines_free(fetches, named);
+    cr_assert_geq(named, 1, "fetchConfigurations must name the service");
+    cr_assert_eq(burst_sampled(30, "GET /a", &windows), 30);
+
+    /* agent.sample_n_per_3_secs=1: at most one sampled trace per 3 s window. */
+    cds_answer_write(c, "{\"uuid\": \"u1\", \"config\": {\"agent.sample_n_per_3_secs\": \"1\"}}");
+    cds_fetches_wait(c, "u1", 0); /* the next fetch sends the UUID it applied */
+    uint64_t sampled = burst_sampled(30, "GET /b", &windows);
+    cr_assert_leq((int64_t)sampled, windows, "%llu sampled in %lld windows",
+                  (unsigned long long)sampled, (long long)windows);
+
+    /* The same UUID with another value changes nothing. */
+    cds_answer_write(c, "{\"uuid\": \"u1\", \"config\": {\"agent.sample_n_per_3_secs\": \"-1\"}}");
+    size_t seen = cds_fetches(c, "u1");
+    cds_fetches_wait(c, "u1", seen + 1); /* two more fetches: one surely read the new file */
+    sampled = burst_sampled(30, "GET /c", &windows);
+    cr_assert_leq((int64_t)sampled, windows, "unchanged UUID applied: %llu sampled",
+                  (unsigned long long)sampled);
+
+    /* A bad value is logged (escaped) and ignored; an unknown key is ignored. */
+    cds_answer_write(c, "{\"uuid\": \"u2\", \"config\": {\"agent.sample_n_per_3_secs\": "
+                        "\"lots\\u0007\", \"agent.not_a_setting\": \"1\"}}");
+    cds_fetches_wait(c, "u2", 0);
+    sampled = burst_sampled(30, "GET /d", &windows);
+    cr_assert_leq((int64_t)sampled, windows, "the bad value changed sampling: %llu sampled",
+                  (unsigned long long)sampled);
+    pthread_mutex_lock(&cds_log_lock);
+    bool bad_logged = strstr(cds_log, "agent.sample_n_per_3_secs='lots\\x07'") != NULL;
+    bool unknown_logged = strstr(cds_log, "not_a_setting") != NULL;
+    pthread_mutex_unlock(&cds_log_lock);
+    cr_assert(bad_logged, "the bad value was not logged escaped: %s", cds_log);
+    cr_assert_not(unknown_logged, "an unknown key is not worth a warning");
+
+    /* A new UUID without the sampling key restores the startup value (all); span limit and
+       ignore list apply too. */
+    cds_answer_write(c, "{\"uuid\": \"u3\", \"config\": {\"agent.span_limit_per_segment\": "
+                        "\"4\", \"agent.ignore_suffix\": \".health\"}}");
+    cds_fetches_wait(c, "u3", 0);
+    cr_assert_eq(burst_sampled(30, "GET /e", &windows), 30);
+    sw_stats_t before = stats_now();
+    sw_entry_span_begin("GET /ping.health", NULL);
+    sw_span_end();
+    sw_entry_span_begin("GET /limited", NULL);
+    for (int i = 0; i < 9; i++) {
+        sw_local_span_begin("step");
+        sw_span_end();
+    }
+    sw_span_end();
+    sw_stats_t after = stats_settled();
+    cr_assert_eq(after.traces_ignored - before.traces_ignored, 1);
+    cr_assert_eq(after.spans_limited - before.spans_limited, 6, "10 spans, limit 4");
+
+    agent_test_stop();
+    sw_set_log_handler(NULL, NULL);
+    collector_stop(c);
+    agent_extra_settings = NULL;
+    /* The limited segment reached the collector with 4 spans. */
+    size_t n;
+    char **limited = lines_matching(c, "\"kind\": \"segment\"", "\"GET /limited\"", &n);
+    bool found = n == 1 && json_number(limited[0], "spans") == 4.0;
+    lines_free(limited, n);
+    cr_assert(found, "no 4-span segment 'GET /limited' at the collector");
 }

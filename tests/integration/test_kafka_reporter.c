@@ -9,6 +9,7 @@
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 
 #include "kafka_test_env.h"
 #include "management.pb-c.h"
+#include "meter.pb-c.h"
 #include "report/kafka_reporter.h"
 #include "skywalking.h"
 #include "test_agent_support.h"
@@ -569,4 +571,83 @@ Test(kafka_reporter, new_config_keys)
     cr_assert_str_eq(cfg.kafka_topic_segment, "segs");
     cr_assert_eq(sw_config_set(&cfg, "SW_KAFKA_TOPIC_MANAGEMENT", "mgmt", err, sizeof err), 0);
     cr_assert_str_eq(cfg.kafka_topic_management, "mgmt");
+}
+
+/* ---- meters: skywalking-meters, key = instance, value = MeterDataCollection ---------------- */
+
+/* The single value of `name` in a collection, or NAN. */
+static double collection_value(const Skywalking__V3__MeterDataCollection *mc, const char *name)
+{
+    for (size_t i = 0; i < mc->n_meterdata; i++) {
+        const Skywalking__V3__MeterData *md = mc->meterdata[i];
+        if (md->metric_case == SKYWALKING__V3__METER_DATA__METRIC_SINGLE_VALUE &&
+            strcmp(md->singlevalue->name, name) == 0) {
+            return md->singlevalue->value;
+        }
+    }
+    return NAN;
+}
+
+/* SW_METER_REPORT_INTERVAL=1: one record per period on skywalking-meters, read back with kcat
+ * and decoded: the first element names service, instance and time, later ones do not; the
+ * process, agent, producer and user meters are there with their values. */
+Test(kafka_reporter, meters_reach_the_meter_topic, .timeout = 240)
+{
+    sw_test_kafka_t k;
+    fixture_attach(&k);
+    char service[96], err[256];
+    unique_name(service, sizeof service, "meters");
+    sw_meter_t *counter;
+    sw_kv_t tag = {"queue", "orders"};
+    cr_assert_eq(sw_meter_counter_new("kafka_test_jobs", &tag, 1, &counter), 0);
+    sw_meter_counter_add(counter, 77);
+    sw_config_t cfg;
+    config_kafka(&cfg, k.bootstrap, service, "linger.ms=0");
+    cr_assert_eq(sw_config_set(&cfg, "SW_METER_REPORT_INTERVAL", "1", err, sizeof err), 0, "%s",
+                 err);
+    int64_t started = (int64_t)time(NULL) * 1000;
+    int rc = sw_init(&cfg);
+    cr_assert_eq(rc, 0, "sw_init: %s", sw_strerror(rc));
+    threads_run(10);
+    size_t mine = 0;
+    Skywalking__V3__MeterDataCollection *last = NULL;
+    for (int attempt = 0; attempt < 30 && mine < 2; attempt++) {
+        records_t rs = topic_read(k.bootstrap, "skywalking-meters");
+        mine = 0;
+        for (size_t i = 0; i < rs.count; i++) {
+            if (rs.items[i].key == NULL || strcmp(rs.items[i].key, service) != 0) {
+                continue;
+            }
+            mine++;
+            if (last != NULL) {
+                skywalking__v3__meter_data_collection__free_unpacked(last, NULL);
+            }
+            last = skywalking__v3__meter_data_collection__unpack(NULL, rs.items[i].value_len,
+                                                                 rs.items[i].value);
+            cr_assert_not_null(last, "a skywalking-meters value is not a MeterDataCollection");
+        }
+        records_free(&rs);
+        if (mine < 2) {
+            struct timespec pause = {0, 500 * 1000 * 1000}; /* between reads, not for sync */
+            nanosleep(&pause, NULL);
+        }
+    }
+    agent_test_stop();
+    cr_assert_geq(mine, 2, "only %zu meter records of %s after 30 reads", mine, service);
+    cr_assert_gt(last->n_meterdata, 10);
+    cr_assert_str_eq(last->meterdata[0]->service, service);
+    cr_assert_str_eq(last->meterdata[0]->serviceinstance, service);
+    cr_assert_geq(last->meterdata[0]->timestamp, started - 1000);
+    for (size_t i = 1; i < last->n_meterdata; i++) {
+        cr_assert_str_empty(last->meterdata[i]->service, "element %zu names the service", i);
+        cr_assert_eq(last->meterdata[i]->timestamp, 0);
+    }
+    cr_assert_eq(collection_value(last, "kafka_test_jobs"), 77.0);
+    cr_assert_gt(collection_value(last, "sw_c_process_rss_bytes"), 0);
+    cr_assert_geq(collection_value(last, "sw_c_process_threads"), 1);
+    cr_assert_eq(collection_value(last, "sw_c_producer_buffer_total_bytes"), 33554432.0,
+                 "buffer.memory's default");
+    cr_assert_gt(collection_value(last, "sw_c_producer_records_sent"), 0);
+    cr_assert_eq(collection_value(last, "sw_c_segments_finished"), API_THREADS * 10.0);
+    skywalking__v3__meter_data_collection__free_unpacked(last, NULL);
 }

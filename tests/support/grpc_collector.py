@@ -12,6 +12,19 @@ one JSON object per line, written whole and flushed, so that C tests can read it
   {"kind": "properties", "service": ..., "serviceInstance": ..., "properties": {k: v, ...}}
   {"kind": "ping", "service": ..., "serviceInstance": ...}
   {"kind": "rejected", "method": "collect" | "reportInstanceProperties" | "keepAlive"}
+  {"kind": "meters", "service": ..., "serviceInstance": ..., "timestamp": ms, "count": n,
+   "later_with_entity": n, "values": {"name{k=v,...}": value, ...},
+   "histograms": {"name{k=v,...}": [[bucket, count], ...], ...}}
+  {"kind": "cds_fetch", "service": ..., "uuid": ...}
+
+A meters record is one MeterReportService/collect stream (service, instance and timestamp are
+taken from its first element; later_with_entity counts later elements that set any of them,
+which an agent should not do). ConfigurationDiscoveryService/fetchConfigurations answers with
+what --cds-file holds at the time of the call: a JSON object {"uuid": U, "config": {key:
+value, ...}} becomes Commands with one ConfigurationDiscoveryCommand (args SerialNumber, UUID,
+then the keys); no file, empty Commands. The collector sends the command even when the
+request's uuid equals U (the OAP would answer empty), so that tests can check that an agent
+ignores an unchanged UUID; a test changes the answer by rewriting the file (atomically).
 
 The segments of one collect stream are recorded together, after the client closed the stream
 and before the answer is sent: a stream that breaks off records nothing.
@@ -25,6 +38,7 @@ Options:
                      SerialNumber=<n>); may be given more than once
   --proto-dir DIR    where the .proto files are (default: <repo>/proto)
   --tls-cert PATH    serve TLS with this PEM certificate chain (and --tls-key PATH, its key)
+  --cds-file PATH    the configuration discovery answer (see above)
 
 SIGTERM or SIGINT stops the server gracefully (calls in flight are finished, up to 5 s) and
 exits with status 0. Must run under /usr/bin/python3 (Debian's grpcio and grpc_tools).
@@ -146,7 +160,74 @@ def build_servicers(args, recorder):
             return commands()
 
     return (tracing_pb2_grpc, TraceSegmentReportService(), management_pb2_grpc,
-            ManagementService())
+            ManagementService(), authorized)
+
+
+def label_key(name, labels):
+    """"name{k=v,...}" with the labels sorted, as the meters records name a meter."""
+    inner = ",".join(f"{l.name}={l.value}" for l in sorted(labels, key=lambda l: l.name))
+    return f"{name}{{{inner}}}"
+
+
+def build_meter_cds_servicers(args, recorder, authorized):
+    """MeterReportService/collect and ConfigurationDiscoveryService/fetchConfigurations."""
+    import command_pb2
+    import common_pb2
+    import configuration_discovery_pb2_grpc
+    import meter_pb2_grpc
+
+    serial = {"n": 0}
+    serial_lock = threading.Lock()
+
+    class MeterReportService(meter_pb2_grpc.MeterReportServiceServicer):
+        def collect(self, request_iterator, context):
+            authorized(context, "MeterReportService/collect")
+            record = {"kind": "meters", "count": 0, "later_with_entity": 0, "values": {},
+                      "histograms": {}}
+            for i, md in enumerate(request_iterator):
+                if i == 0:
+                    record.update(service=md.service, serviceInstance=md.serviceInstance,
+                                  timestamp=md.timestamp)
+                elif md.service or md.serviceInstance or md.timestamp:
+                    record["later_with_entity"] += 1
+                record["count"] += 1
+                if md.HasField("singleValue"):
+                    sv = md.singleValue
+                    record["values"][label_key(sv.name, sv.labels)] = sv.value
+                elif md.HasField("histogram"):
+                    h = md.histogram
+                    record["histograms"][label_key(h.name, h.labels)] = [
+                        [b.bucket, b.count] for b in h.values]
+            recorder.write([record])
+            return command_pb2.Commands()
+
+    class ConfigurationDiscoveryService(
+            configuration_discovery_pb2_grpc.ConfigurationDiscoveryServiceServicer):
+        def fetchConfigurations(self, request, context):
+            authorized(context, "fetchConfigurations")
+            recorder.write([{"kind": "cds_fetch", "service": request.service,
+                             "uuid": request.uuid}])
+            out = command_pb2.Commands()
+            if not args.cds_file:
+                return out
+            try:
+                with open(args.cds_file, encoding="utf-8") as f:
+                    answer = json.load(f)
+            except FileNotFoundError:
+                return out
+            with serial_lock:
+                serial["n"] += 1
+                n = serial["n"]
+            kvs = [common_pb2.KeyStringValuePair(key="SerialNumber", value=str(n)),
+                   common_pb2.KeyStringValuePair(key="UUID", value=answer["uuid"])]
+            for key, value in answer.get("config", {}).items():
+                kvs.append(common_pb2.KeyStringValuePair(key=key, value=value))
+            out.commands.append(command_pb2.Command(command="ConfigurationDiscoveryCommand",
+                                                    args=kvs))
+            return out
+
+    return (meter_pb2_grpc, MeterReportService(), configuration_discovery_pb2_grpc,
+            ConfigurationDiscoveryService())
 
 
 def write_port_file(path, port):
@@ -165,6 +246,7 @@ def main():
     parser.add_argument("--command", action="append")
     parser.add_argument("--tls-cert")
     parser.add_argument("--tls-key")
+    parser.add_argument("--cds-file")
     parser.add_argument("--proto-dir",
                         default=str(Path(__file__).resolve().parents[2] / "proto"))
     args = parser.parse_args()
@@ -178,10 +260,14 @@ def main():
     try:
         generate_stubs(args.proto_dir, stub_dir)
         recorder = Recorder(args.out)
-        tracing_grpc, tracing, management_grpc, management = build_servicers(args, recorder)
+        (tracing_grpc, tracing, management_grpc, management,
+         authorized) = build_servicers(args, recorder)
+        meter_grpc, meter, cds_grpc, cds = build_meter_cds_servicers(args, recorder, authorized)
         server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
         tracing_grpc.add_TraceSegmentReportServiceServicer_to_server(tracing, server)
         management_grpc.add_ManagementServiceServicer_to_server(management, server)
+        meter_grpc.add_MeterReportServiceServicer_to_server(meter, server)
+        cds_grpc.add_ConfigurationDiscoveryServiceServicer_to_server(cds, server)
         address = f"127.0.0.1:{args.port}"
         if args.tls_cert:
             with open(args.tls_key, "rb") as k, open(args.tls_cert, "rb") as c:

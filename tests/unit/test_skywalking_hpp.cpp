@@ -7,6 +7,7 @@
  */
 #include <criterion/criterion.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -439,4 +440,44 @@ Test(hpp, guards_are_harmless_while_the_agent_is_off)
     skywalking::exit_span x(std::string_view("off"), std::string_view("peer:1"));
     cr_expect_eq(x.inject().status, SW_ENOSPAN);
     cr_expect(!x.capture().captured());
+}
+
+Test(hpp, meters_count_and_report_their_values)
+{
+    auto orders = skywalking::counter::create("hpp_orders", {{"route", std::string("/orders")}});
+    cr_assert_eq(orders.error(), 0);
+    std::thread a([&] {
+        for (int i = 0; i < 1000; i++) {
+            orders.increment();
+        }
+    });
+    for (int i = 0; i < 1000; i++) {
+        orders.increment(2);
+    }
+    a.join();
+    cr_assert_eq(orders.value(), 3000.0);
+    auto again = skywalking::counter::create("hpp_orders", {{"route", "/orders"}});
+    cr_assert_eq(again.get(), orders.get(), "same name and tags: the same meter");
+
+    auto latency = skywalking::histogram::create("hpp_latency", {0, 10, 100});
+    cr_assert_eq(latency.error(), 0);
+    latency.add_value(5);
+    latency.add_value(10);
+    latency.add_value(-1); /* below the first step: not counted */
+    cr_assert_eq(latency.value(), 2.0);
+
+    auto depth = skywalking::gauge::create("hpp_depth");
+    depth.set(4.5);
+    cr_assert_eq(depth.value(), 4.5);
+    static double level = 9;
+    auto supplied = skywalking::gauge::create(
+        "hpp_level", [](void *p) { return *static_cast<double *>(p); }, &level);
+    cr_assert_eq(supplied.value(), 9.0);
+
+    auto bad = skywalking::counter::create("not a name");
+    cr_assert_eq(bad.error(), SW_EINVAL);
+    bad.increment(); /* a no-op */
+    cr_assert(std::isnan(bad.value()));
+    auto steps = skywalking::histogram::create("hpp_bad_steps", {5, 1});
+    cr_assert_eq(steps.error(), SW_EINVAL);
 }

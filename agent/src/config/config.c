@@ -66,6 +66,9 @@ static const key_desc_t keys[] = {
     NUM("SW_BUFFER_BUFFER_SIZE", KIND_UINT32, buffer_buffer_size, 1, 1 << 20),
     NUM("SW_AGENT_MAX_SEGMENTS", KIND_UINT32, max_segments, 0, 1 << 24),
     {"SW_AGENT_PROPAGATION", KIND_PROPAGATION, offsetof(sw_config_t, propagation), 0, 0, 0},
+    NUM("SW_METER_REPORT_INTERVAL", KIND_UINT32, meter_report_interval_s, 0, 86400),
+    NUM("SW_AGENT_CDS_INTERVAL", KIND_UINT32, cds_interval_s, 0, 86400),
+    TEXT("SW_KAFKA_TOPIC_METER", kafka_topic_meter),
 };
 
 size_t sw__config_key_count(void)
@@ -102,6 +105,8 @@ void sw_config_init(sw_config_t *cfg)
     cfg->buffer_buffer_size = 300;
     cfg->heartbeat_period_s = 30;
     cfg->grpc_timeout_ms = 10000;
+    cfg->meter_report_interval_s = 20;
+    cfg->cds_interval_s = 20;
     snprintf(cfg->file_path, sizeof cfg->file_path, "skywalking-segments.bin");
 }
 

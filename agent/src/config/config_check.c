@@ -130,6 +130,10 @@ static int topics_check(const sw_config_t *cfg, char *errbuf, size_t errlen)
                          cfg->kafka_namespace, errbuf, errlen) != 0) {
         return SW_ECONFIG;
     }
+    if (topic_pair_check("SW_KAFKA_TOPIC_METER", cfg->kafka_topic_meter, "skywalking-meters",
+                         cfg->kafka_namespace, errbuf, errlen) != 0) {
+        return SW_ECONFIG;
+    }
     return topic_pair_check("SW_KAFKA_TOPIC_MANAGEMENT", cfg->kafka_topic_management,
                             "skywalking-managements", cfg->kafka_namespace, errbuf, errlen);
 }

@@ -10,6 +10,7 @@
 #include "../propagation/sw8.h"
 #include "../propagation/traceparent.h"
 #include "clock.h"
+#include "dynamic_config.h"
 
 _Thread_local sw__context_t sw__tls_context
     __attribute__((tls_model("initial-exec"))) = {.active = -1};
@@ -128,21 +129,6 @@ bool sw__context_join(sw__context_t *c)
     return true;
 }
 
-static bool op_ignored(const char *op)
-{
-    if (sw__agent.ignore_count == 0 || op == NULL) {
-        return false;
-    }
-    size_t n = strlen(op);
-    for (uint32_t i = 0; i < sw__agent.ignore_count; i++) {
-        size_t k = sw__agent.ignore[i].len;
-        if (n >= k && memcmp(op + n - k, sw__agent.ignore[i].text, k) == 0) {
-            return true;
-        }
-    }
-    return false;
-}
-
 void sw__context_push(sw__context_t *c, sw_span_type_t type, const char *op, const char *peer,
                       int64_t now_ms)
 {
@@ -172,7 +158,7 @@ void sw__context_start(sw__context_t *c, sw_span_type_t type, const char *op, co
                        const sw__sw8_t *upstream, int64_t now_ms)
 {
     c->w3c_unsampled = false;
-    if (op_ignored(op)) {
+    if (sw__dyncfg_ignored(op)) {
         c->noop_depth = 1;
         sw__counter_add(&c->counters.ignored, 1);
         return;
@@ -200,6 +186,9 @@ void sw__context_start(sw__context_t *c, sw_span_type_t type, const char *op, co
         c->unrecorded = true;
         return;
     }
+    /* The limit of the run now (configuration discovery may change it; dynamic_config.h); it
+       stays fixed for this segment, and never exceeds the block's capacity. */
+    seg->span_limit = sw__dyncfg_span_limit();
     sw__id_generate(&c->ids, now_ms, seg->segment_id);
     if (upstream != NULL) {
         size_t n = strlen(upstream->trace_id); /* < SW__TRACE_ID_MAX, checked by the decoder */

@@ -81,7 +81,7 @@ extern _Thread_local sw__context_t sw__tls_context __attribute__((tls_model("ini
  */
 extern _Atomic uint32_t sw__epoch;
 
-#define SW__IGNORE_MAX 32
+#define SW__IGNORE_MAX 32 /* entries of SW_AGENT_IGNORE_SUFFIX (core/dynamic_config.h) */
 
 typedef struct sw__pipeline sw__pipeline_t;
 
@@ -91,12 +91,7 @@ typedef struct sw__pipeline sw__pipeline_t;
  * epoch and are read-only while the run lasts.
  */
 typedef struct sw__agent {
-    sw_config_t config;
-    struct {
-        const char *text; /* into config.ignore_suffix */
-        size_t len;
-    } ignore[SW__IGNORE_MAX];
-    uint32_t ignore_count;
+    sw_config_t config; /* the ignore list lives in dynamic_config.c */
     sw__segment_pool_t pool;
     sw__sampler_t sampler;
     dc_carrier_t *carrier;

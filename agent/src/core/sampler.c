@@ -6,7 +6,17 @@
 void sw__sampler_init(sw__sampler_t *s, int32_t n_per_3_secs)
 {
     atomic_init(&s->state, 0);
-    s->n_per_window = n_per_3_secs;
+    atomic_store_explicit(&s->n_per_window, n_per_3_secs, memory_order_relaxed);
+}
+
+void sw__sampler_set(sw__sampler_t *s, int32_t n_per_3_secs)
+{
+    atomic_store_explicit(&s->n_per_window, n_per_3_secs, memory_order_relaxed);
+}
+
+int32_t sw__sampler_n(sw__sampler_t *s)
+{
+    return atomic_load_explicit(&s->n_per_window, memory_order_relaxed);
 }
 
 static uint64_t window_of(int64_t now_ms)
@@ -45,15 +55,16 @@ static bool count_in_window(sw__sampler_t *s, int64_t now_ms, int64_t limit)
 
 bool sw__sampler_try(sw__sampler_t *s, int64_t now_ms)
 {
-    if (s->n_per_window <= 0) {
+    int32_t n = atomic_load_explicit(&s->n_per_window, memory_order_relaxed);
+    if (n <= 0) {
         return true;
     }
-    return count_in_window(s, now_ms, s->n_per_window);
+    return count_in_window(s, now_ms, n);
 }
 
 void sw__sampler_force(sw__sampler_t *s, int64_t now_ms)
 {
-    if (s->n_per_window <= 0) {
+    if (atomic_load_explicit(&s->n_per_window, memory_order_relaxed) <= 0) {
         return;
     }
     (void)count_in_window(s, now_ms, -1);

@@ -8,12 +8,14 @@
 #include <string.h>
 
 #include "../config/config.h"
+#include "cds.h"
 #include "grpc_reporter_call.h"
 #include "grpc_reporter_channel.h"
 #include "grpc_reporter_commands.h"
 #include "grpc_reporter_management.h"
 
 #define METHOD_COLLECT "/skywalking.v3.TraceSegmentReportService/collect"
+#define METHOD_METERS  "/skywalking.v3.MeterReportService/collect"
 
 typedef struct grpc_reporter {
     sw__reporter_t base;
@@ -22,6 +24,9 @@ typedef struct grpc_reporter {
     sw__grpc_notices_t notices; /* shared with the management thread; has its own lock */
     uint32_t timeout_ms;
     char token[SW_CONFIG_NAME_MAX]; /* read-only after create */
+    sw__grpc_conn_t *meter_conn;    /* the meter thread's own (report_meters) */
+    sw__grpc_cancel_t meter_cancel; /* fired by shutdown_begin: a meter stream ends at once */
+    sw__cds_t *cds;                 /* configuration discovery, NULL when off */
 } grpc_reporter_t;
 
 /* Adds the outcome of `count` records. release: partner of sw_stats' acquire loads
@@ -56,6 +61,36 @@ static void grpc_report(sw__reporter_t *self, const sw__report_record_t *records
     outcome_count(self, count, res.status == GRPC_STATUS_OK);
 }
 
+/* One MeterReportService/collect stream per period. Meter thread only. */
+static int grpc_report_meters(sw__reporter_t *self, const sw__report_record_t *items, size_t count)
+{
+    grpc_reporter_t *r = (grpc_reporter_t *)self;
+    grpc_channel *ch = sw__grpc_conn_acquire(r->meter_conn);
+    if (ch == NULL) {
+        return SW_EIO; /* backing off */
+    }
+    sw__grpc_result_t res;
+    sw__grpc_call_run(ch, sw__grpc_conn_queue(r->meter_conn), METHOD_METERS, items, count, r->token,
+                      r->timeout_ms, &r->meter_cancel, &res);
+    sw__grpc_conn_outcome(r->meter_conn, res.status, res.details);
+    if (res.status == GRPC_STATUS_OK && res.response != NULL) {
+        (void)sw__grpc_notices_commands(&r->notices, res.response, res.response_len,
+                                        "MeterReportService/collect");
+    } else if (res.status != GRPC_STATUS_OK && res.status != GRPC_STATUS_CANCELLED) {
+        (void)sw__grpc_notices_status(&r->notices, res.status, res.details,
+                                      "MeterReportService/collect",
+                                      sw__grpc_conn_target(r->meter_conn), r->token[0] != '\0');
+    }
+    free(res.response);
+    return res.status == GRPC_STATUS_OK ? 0 : SW_EIO;
+}
+
+static void grpc_shutdown_begin(sw__reporter_t *self)
+{
+    grpc_reporter_t *r = (grpc_reporter_t *)self;
+    sw__grpc_cancel_fire(&r->meter_cancel);
+}
+
 static int grpc_flush(sw__reporter_t *self)
 {
     (void)self; /* every batch is sent and answered inside report(): nothing is buffered */
@@ -65,7 +100,10 @@ static int grpc_flush(sw__reporter_t *self)
 static void reporter_free(grpc_reporter_t *r)
 {
     sw__grpc_management_stop(r->management);
+    sw__cds_stop(r->cds);
     sw__grpc_conn_destroy(r->conn);
+    sw__grpc_conn_destroy(r->meter_conn);
+    sw__grpc_cancel_destroy(&r->meter_cancel);
     sw__grpc_notices_destroy(&r->notices);
     free(r);
     grpc_shutdown(); /* pairs with grpc_init in create */
@@ -94,9 +132,16 @@ int sw__grpc_reporter_create(const sw_config_t *cfg, sw__report_counters_t *coun
     r->timeout_ms = cfg->grpc_timeout_ms ? cfg->grpc_timeout_ms : 10000;
     memcpy(r->token, cfg->authentication, sizeof r->token);
     r->token[sizeof r->token - 1] = '\0';
+    sw__grpc_cancel_init(&r->meter_cancel);
     int rc = sw__grpc_conn_create(cfg, "segments", &r->conn, errbuf, errlen);
     if (rc == 0) {
         rc = sw__grpc_management_start(cfg, &r->notices, &r->management, errbuf, errlen);
+    }
+    if (rc == 0) {
+        rc = sw__grpc_conn_create(cfg, "meters", &r->meter_conn, errbuf, errlen);
+    }
+    if (rc == 0 && cfg->cds_interval_s != 0) {
+        rc = sw__cds_start(cfg, &r->notices, &r->cds, errbuf, errlen);
     }
     if (rc != 0) {
         reporter_free(r);
@@ -107,6 +152,8 @@ int sw__grpc_reporter_create(const sw_config_t *cfg, sw__report_counters_t *coun
     r->base.report = grpc_report;
     r->base.flush = grpc_flush;
     r->base.close = grpc_close;
+    r->base.shutdown_begin = grpc_shutdown_begin;
+    r->base.report_meters = grpc_report_meters;
     *out = &r->base;
     return 0;
 }

@@ -8,6 +8,11 @@
  *                  other outcome counts it as failed (a client stream is all or nothing).
  *   management     a thread of its own sends InstanceProperties and keep-alives
  *                  (grpc_reporter_management.h).
+ *   meters         report_meters(): one MeterReportService/collect stream per period on the
+ *                  meter thread's own connection (meter_report.h); shutdown_begin() cancels
+ *                  one in flight.
+ *   configuration  with SW_AGENT_CDS_INTERVAL != 0 a thread of its own fetches the dynamic
+ *                  configuration (cds.h); close() stops it.
  *
  * Addresses come from SW_AGENT_COLLECTOR_BACKEND_SERVICES (comma-separated): on UNAVAILABLE
  * the next one is tried, and once all failed in a row the reporter backs off exponentially

@@ -17,6 +17,7 @@
 #include "../log/log.h"
 #include "instance_properties.h"
 #include "kproducer.h"
+#include "meter_report.h"
 
 #define TOPIC_MAX                (2 * SW_CONFIG_NAME_MAX + 2)
 #define KEY_MAX                  (SW_CONFIG_NAME_MAX + 16)
@@ -36,6 +37,11 @@ typedef struct kafka_reporter {
     uint8_t *ping; /* packed InstancePingPkg */
     size_t ping_len;
     uint32_t heartbeat_s;
+    char topic_meter[TOPIC_MAX];
+    int64_t buffer_total; /* buffer.memory: the pool's free bytes before the first record */
+
+    /* Meter thread only (report_meters), freed by close() after the pipeline stopped it. */
+    sw__bytes_t meter_collection;
 
     /* Consumer thread only (report, flush), then close() after the consumer was joined. */
     bool flush_timed_out;
@@ -55,6 +61,9 @@ typedef struct kafka_reporter {
     /* Management records acknowledged / failed; relaxed: diagnostics only, read in close. */
     _Atomic uint64_t management_acked;
     _Atomic uint64_t management_failed;
+    /* Meter records acknowledged / failed; relaxed: diagnostics only. */
+    _Atomic uint64_t meters_acked;
+    _Atomic uint64_t meters_failed;
 } kafka_reporter_t;
 
 /* Delivery report of a segment (producer's sender thread, or the thread in kp_close). */
@@ -76,6 +85,47 @@ static void management_delivered(void *opaque, int error, int32_t partition, int
     (void)offset;
     atomic_fetch_add_explicit(error == 0 ? &r->management_acked : &r->management_failed, 1,
                               memory_order_relaxed);
+}
+
+/* Delivery report of a meter record (sender thread or kp_close's caller). */
+static void meters_delivered(void *opaque, int error, int32_t partition, int64_t offset)
+{
+    kafka_reporter_t *r = opaque;
+    (void)partition;
+    (void)offset;
+    atomic_fetch_add_explicit(error == 0 ? &r->meters_acked : &r->meters_failed, 1,
+                              memory_order_relaxed);
+}
+
+/* One period's meters as one MeterDataCollection record, key = instance (the OAP's
+   kafka-fetcher reads skywalking-meters so). Meter thread only. */
+static int kafka_report_meters(sw__reporter_t *self, const sw__report_record_t *items, size_t count)
+{
+    kafka_reporter_t *r = (kafka_reporter_t *)self;
+    r->meter_collection.len = 0;
+    if (sw__meter_collection_pack(items, count, &r->meter_collection) != 0) {
+        return SW_ENOMEM;
+    }
+    int rc =
+        kp_send(r->producer, r->topic_meter, -1, r->key_ping, strlen(r->key_ping),
+                r->meter_collection.data, r->meter_collection.len, NULL, 0, 0, meters_delivered, r);
+    if (rc != 0) {
+        atomic_fetch_add_explicit(&r->meters_failed, 1, memory_order_relaxed);
+        return SW_EIO;
+    }
+    return 0;
+}
+
+static void kafka_producer_meters(sw__reporter_t *self, sw__producer_meters_t *out)
+{
+    kafka_reporter_t *r = (kafka_reporter_t *)self;
+    kp_stats_t st;
+    kp_stats(r->producer, &st);
+    out->records_sent = st.records_sent;
+    out->records_acked = st.records_acked;
+    out->records_failed = st.records_failed;
+    out->buffer_total = r->buffer_total;
+    out->buffer_used = r->buffer_total - st.pool_available;
 }
 
 /* Errors after which the rest of a batch is failed at once: every further kp_send would wait
@@ -205,6 +255,7 @@ static void reporter_free(kafka_reporter_t *r)
 {
     free(r->properties);
     free(r->ping);
+    sw__bytes_free(&r->meter_collection);
     pthread_cond_destroy(&r->wake);
     pthread_mutex_destroy(&r->lock);
     free(r);
@@ -306,6 +357,8 @@ int sw__kafka_reporter_create(const sw_config_t *cfg, sw__report_counters_t *cou
                cfg->kafka_topic_segment, SW_KAFKA_TOPIC_SEGMENT_DEFAULT);
     topic_name(r->topic_management, sizeof r->topic_management, cfg->kafka_namespace,
                cfg->kafka_topic_management, SW_KAFKA_TOPIC_MANAGEMENT_DEFAULT);
+    topic_name(r->topic_meter, sizeof r->topic_meter, cfg->kafka_namespace, cfg->kafka_topic_meter,
+               SW_KAFKA_TOPIC_METER_DEFAULT);
     snprintf(r->key_register, sizeof r->key_register, "register-%s", cfg->instance_name);
     snprintf(r->key_ping, sizeof r->key_ping, "%s", cfg->instance_name);
     r->heartbeat_s = cfg->heartbeat_period_s ? cfg->heartbeat_period_s : 30;
@@ -320,6 +373,9 @@ int sw__kafka_reporter_create(const sw_config_t *cfg, sw__report_counters_t *cou
         reporter_free(r);
         return rc;
     }
+    kp_stats_t st;
+    kp_stats(r->producer, &st); /* nothing allocated yet: all of buffer.memory is free */
+    r->buffer_total = st.pool_available;
     if (pthread_create(&r->management, NULL, management_run, r) != 0) {
         sw__errbuf_printf(errbuf, errlen, "cannot start the Kafka management thread");
         (void)kp_close(r->producer, 0);
@@ -334,6 +390,8 @@ int sw__kafka_reporter_create(const sw_config_t *cfg, sw__report_counters_t *cou
     r->base.flush = kafka_flush;
     r->base.close = kafka_close;
     r->base.shutdown_begin = kafka_shutdown_begin;
+    r->base.report_meters = kafka_report_meters;
+    r->base.producer_meters = kafka_producer_meters;
     *out = &r->base;
     return 0;
 }

@@ -6,9 +6,10 @@
  *   [<ns>-]skywalking-segments    traceSegmentId          SegmentObject
  *   [<ns>-]skywalking-managements register-<instance>     InstanceProperties
  *   [<ns>-]skywalking-managements <instance>              InstancePingPkg
+ *   [<ns>-]skywalking-meters      <instance>              MeterDataCollection (one period)
  *
- * <ns> is SW_KAFKA_NAMESPACE when set; SW_KAFKA_TOPIC_SEGMENT / SW_KAFKA_TOPIC_MANAGEMENT
- * replace the topic names (the namespace still prefixes them).
+ * <ns> is SW_KAFKA_NAMESPACE when set; SW_KAFKA_TOPIC_SEGMENT / SW_KAFKA_TOPIC_MANAGEMENT /
+ * SW_KAFKA_TOPIC_METER replace the topic names (the namespace still prefixes them).
  *
  * Threads:
  *   - the pipeline's consumer thread calls report() and flush(); report() may block it in
@@ -17,6 +18,7 @@
  *   - a management thread owned by the reporter sends InstanceProperties and a ping at start,
  *     then a ping every SW_AGENT_HEARTBEAT_PERIOD seconds and InstanceProperties again with
  *     every 10th ping; it sleeps on a condition variable that close() signals;
+ *   - the meter thread (meter_report.h) calls report_meters(): one kp_send() per period;
  *   - the producer's sender thread runs the delivery callbacks, which count each segment as
  *     reported (acknowledged) or failed.
  * close() stops and joins the management thread (which may first finish a kp_send() blocked
@@ -34,6 +36,7 @@
 /* Default topic names (before the namespace prefix). */
 #define SW_KAFKA_TOPIC_SEGMENT_DEFAULT    "skywalking-segments"
 #define SW_KAFKA_TOPIC_MANAGEMENT_DEFAULT "skywalking-managements"
+#define SW_KAFKA_TOPIC_METER_DEFAULT      "skywalking-meters"
 
 /* How long flush() waits for outstanding deliveries, and close() after it (ms). */
 #define SW_KAFKA_FLUSH_TIMEOUT_MS 5000

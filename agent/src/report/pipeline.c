@@ -10,6 +10,7 @@
 #include "encode.h"
 #include "grpc_reporter.h"
 #include "kafka_reporter.h"
+#include "meter_report.h"
 #include "reporter.h"
 
 struct sw__pipeline {
@@ -19,6 +20,7 @@ struct sw__pipeline {
     sw__segment_pool_t *pool;
     const char *service;
     const char *instance;
+    sw__meter_report_t *meters; /* NULL: no meters (file reporter, interval 0) */
 
     /* Consumer thread only (and sw__pipeline_stop after it was joined). */
     sw__encoder_t encoder;
@@ -164,8 +166,27 @@ int sw__pipeline_start(const sw_config_t *cfg, sw__segment_pool_t *pool,
         free(p);
         return rc == DC_ETHREAD ? SW_ETHREAD : SW_ENOMEM;
     }
+    /* Meters ride on the reporter when it carries them (meter_report.h). */
+    if (p->reporter->report_meters != NULL && cfg->meter_report_interval_s != 0) {
+        rc = sw__meter_report_start(cfg, p->reporter, p->carrier, sw__pipeline_slots(cfg), true,
+                                    &p->meters);
+        if (rc != 0) {
+            sw__errbuf_printf(errbuf, errlen, "cannot start the meter thread: %s", sw_strerror(rc));
+            sw__pipeline_stop(p);
+            return rc;
+        }
+    }
     *out = p;
     return 0;
+}
+
+uint64_t sw__pipeline_slots(const sw_config_t *cfg)
+{
+    uint64_t ring = 2;
+    while (ring < cfg->buffer_buffer_size) {
+        ring <<= 1;
+    }
+    return (uint64_t)cfg->buffer_channel_size * ring;
 }
 
 dc_carrier_t *sw__pipeline_carrier(const sw__pipeline_t *p)
@@ -181,6 +202,9 @@ void sw__pipeline_drain(sw__pipeline_t *p)
     if (p->reporter->shutdown_begin != NULL) {
         p->reporter->shutdown_begin(p->reporter);
     }
+    /* After shutdown_begin, which bounds a meter send in progress; before close(). */
+    sw__meter_report_stop(p->meters);
+    p->meters = NULL;
     (void)dc_carrier_shutdown(p->carrier); /* drains through pipeline_consume, then on_exit */
     dc_stats_t st;
     dc_carrier_stats(p->carrier, &st);

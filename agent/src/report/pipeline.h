@@ -29,6 +29,10 @@ int sw__pipeline_start(const sw_config_t *cfg, sw__segment_pool_t *pool,
                        sw__report_counters_t *counters, sw__pipeline_t **out, char *errbuf,
                        size_t errlen);
 
+/* Slots of the segment DataCarrier: channels x ring size, each ring rounded up to a power of
+   two and at least 2, as dc_carrier_create does (datacarrier.h). Pure. */
+uint64_t sw__pipeline_slots(const sw_config_t *cfg);
+
 /* The carrier application threads produce into (valid until sw__pipeline_stop). */
 dc_carrier_t *sw__pipeline_carrier(const sw__pipeline_t *p);
 

@@ -34,6 +34,15 @@ typedef struct sw__report_counters {
     _Atomic uint64_t failed;
 } sw__report_counters_t;
 
+/* What a reporter's Kafka producer says about itself (meters; agent/src/report/meter_report.c). */
+typedef struct sw__producer_meters {
+    uint64_t records_sent;   /* kp_stats records_sent */
+    uint64_t records_acked;  /* kp_stats records_acked */
+    uint64_t records_failed; /* kp_stats records_failed */
+    int64_t buffer_used;     /* buffer.memory bytes in use (total - pool_available) */
+    int64_t buffer_total;    /* buffer.memory */
+} sw__producer_meters_t;
+
 typedef struct sw__reporter sw__reporter_t;
 struct sw__reporter {
     const char *name;
@@ -48,6 +57,15 @@ struct sw__reporter {
        can block for long (Kafka: kp_send waits up to max.block.ms with the broker down) uses it
        to bound the drain, failing what it cannot send in time (counted as failed). */
     void (*shutdown_begin)(sw__reporter_t *self);
+    /* Optional (NULL: this reporter carries no meters). Sends one period's meters: `items` are
+       packed skywalking.v3.MeterData messages (data/len; segment_id unused), the first one
+       carrying service, instance and timestamp. Called by the meter thread only
+       (meter_report.h), one call at a time, while report() may run on the consumer thread;
+       blocks at most for the reporter's own timeouts, and returns promptly once
+       shutdown_begin() ran. Returns 0 or a negative SW_E* code. */
+    int (*report_meters)(sw__reporter_t *self, const sw__report_record_t *items, size_t count);
+    /* Optional (NULL: no producer): fills *out. Any thread; never blocks for long. */
+    void (*producer_meters)(sw__reporter_t *self, sw__producer_meters_t *out);
 };
 
 /*

@@ -1,0 +1,109 @@
+/*
+ * periodic.c - the fixed-period thread of periodic.h.
+ */
+#include "periodic.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "skywalking.h"
+
+struct sw__periodic {
+    /* Immutable while the thread runs. */
+    uint32_t period_ms;
+    void (*run)(void *arg);
+    void (*interrupt)(void *arg);
+    void *arg;
+    pthread_t thread;
+
+    pthread_mutex_t lock;
+    pthread_cond_t wake; /* CLOCK_MONOTONIC; signalled by stop() */
+    bool stopping;       /* protected by lock */
+};
+
+static struct timespec deadline_after(struct timespec from, uint32_t ms)
+{
+    from.tv_sec += (time_t)(ms / 1000);
+    from.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (from.tv_nsec >= 1000000000L) {
+        from.tv_sec++;
+        from.tv_nsec -= 1000000000L;
+    }
+    return from;
+}
+
+static void *periodic_main(void *arg)
+{
+    sw__periodic_t *p = arg;
+    struct timespec next;
+    clock_gettime(CLOCK_MONOTONIC, &next);
+    for (;;) {
+        next = deadline_after(next, p->period_ms);
+        pthread_mutex_lock(&p->lock);
+        int rc = 0;
+        while (!p->stopping && rc != ETIMEDOUT) {
+            rc = pthread_cond_timedwait(&p->wake, &p->lock, &next);
+        }
+        bool stop = p->stopping;
+        pthread_mutex_unlock(&p->lock);
+        if (stop) {
+            return NULL;
+        }
+        p->run(p->arg);
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        struct timespec late = deadline_after(next, p->period_ms);
+        if (now.tv_sec > late.tv_sec || (now.tv_sec == late.tv_sec && now.tv_nsec > late.tv_nsec)) {
+            next = now; /* the run overran a whole period: no catch-up burst */
+        }
+    }
+}
+
+int sw__periodic_start(const char *name, uint32_t period_ms, void (*run)(void *arg),
+                       void (*interrupt)(void *arg), void *arg, sw__periodic_t **out)
+{
+    sw__periodic_t *p = calloc(1, sizeof *p);
+    if (p == NULL) {
+        return SW_ENOMEM;
+    }
+    p->period_ms = period_ms ? period_ms : 1;
+    p->run = run;
+    p->interrupt = interrupt;
+    p->arg = arg;
+    pthread_mutex_init(&p->lock, NULL);
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&p->wake, &attr);
+    pthread_condattr_destroy(&attr);
+    if (pthread_create(&p->thread, NULL, periodic_main, p) != 0) {
+        pthread_cond_destroy(&p->wake);
+        pthread_mutex_destroy(&p->lock);
+        free(p);
+        return SW_ETHREAD;
+    }
+    pthread_setname_np(p->thread, name);
+    *out = p;
+    return 0;
+}
+
+void sw__periodic_stop(sw__periodic_t *p)
+{
+    if (p == NULL) {
+        return;
+    }
+    pthread_mutex_lock(&p->lock);
+    p->stopping = true;
+    pthread_cond_signal(&p->wake);
+    pthread_mutex_unlock(&p->lock);
+    if (p->interrupt != NULL) {
+        p->interrupt(p->arg);
+    }
+    pthread_join(p->thread, NULL);
+    pthread_cond_destroy(&p->wake);
+    pthread_mutex_destroy(&p->lock);
+    free(p);
+}

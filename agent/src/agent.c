@@ -11,6 +11,7 @@
 #include "core/clock.h"
 #include "core/context.h"
 #include "log/log.h"
+#include "report/log_report.h"
 #include "report/pipeline.h"
 
 /*
@@ -207,6 +208,7 @@ void sw_stats(sw_stats_t *stats)
         pthread_mutex_lock(&sw__agent.registry_lock);
         *stats = sw__agent.last_run;
         pthread_mutex_unlock(&sw__agent.registry_lock);
+        sw__log_report_stats(stats); /* kept by log_report.c until the next run */
         return;
     }
     /* Reporter counters first (acquire, partner: the reporters' release adds), so a test that
@@ -217,6 +219,7 @@ void sw_stats(sw_stats_t *stats)
     sw__registry_sum(stats);
     stats->segments_reported = reported;
     stats->segments_failed = failed;
+    sw__log_report_stats(stats);
 }
 
 uint64_t sw__agent_blocks_allocated(void)

@@ -11,6 +11,7 @@
 #include "grpc_reporter_call.h"
 #include "grpc_reporter_channel.h"
 #include "grpc_reporter_commands.h"
+#include "grpc_reporter_logs.h"
 #include "grpc_reporter_management.h"
 
 #define METHOD_COLLECT "/skywalking.v3.TraceSegmentReportService/collect"
@@ -19,6 +20,7 @@ typedef struct grpc_reporter {
     sw__reporter_t base;
     sw__grpc_conn_t *conn; /* consumer thread only (close() after the consumer stopped) */
     sw__grpc_management_t *management;
+    sw__grpc_logs_t *logs; /* the log sender thread's (grpc_reporter_logs.h) */
     sw__grpc_notices_t notices; /* shared with the management thread; has its own lock */
     uint32_t timeout_ms;
     char token[SW_CONFIG_NAME_MAX]; /* read-only after create */
@@ -62,8 +64,21 @@ static int grpc_flush(sw__reporter_t *self)
     return 0;
 }
 
+static void grpc_report_logs(sw__reporter_t *self, const sw__report_record_t *records,
+                             size_t count, sw__report_counters_t *outcomes)
+{
+    sw__grpc_logs_send(((grpc_reporter_t *)self)->logs, records, count, outcomes);
+}
+
+static void grpc_report_events(sw__reporter_t *self, const sw__report_record_t *records,
+                               size_t count)
+{
+    sw__grpc_events_send(((grpc_reporter_t *)self)->logs, records, count);
+}
+
 static void reporter_free(grpc_reporter_t *r)
 {
+    sw__grpc_logs_destroy(r->logs);
     sw__grpc_management_stop(r->management);
     sw__grpc_conn_destroy(r->conn);
     sw__grpc_notices_destroy(&r->notices);
@@ -98,6 +113,9 @@ int sw__grpc_reporter_create(const sw_config_t *cfg, sw__report_counters_t *coun
     if (rc == 0) {
         rc = sw__grpc_management_start(cfg, &r->notices, &r->management, errbuf, errlen);
     }
+    if (rc == 0) {
+        rc = sw__grpc_logs_create(cfg, &r->notices, &r->logs, errbuf, errlen);
+    }
     if (rc != 0) {
         reporter_free(r);
         return rc;
@@ -107,6 +125,8 @@ int sw__grpc_reporter_create(const sw_config_t *cfg, sw__report_counters_t *coun
     r->base.report = grpc_report;
     r->base.flush = grpc_flush;
     r->base.close = grpc_close;
+    r->base.report_logs = grpc_report_logs;
+    r->base.report_events = grpc_report_events;
     *out = &r->base;
     return 0;
 }

@@ -29,6 +29,7 @@ typedef struct kafka_reporter {
     /* Immutable after create: read by the consumer and management threads. */
     char topic_segment[TOPIC_MAX];
     char topic_management[TOPIC_MAX];
+    char topic_logging[TOPIC_MAX];
     char key_register[KEY_MAX]; /* "register-<instance>" */
     char key_ping[KEY_MAX];     /* "<instance>" */
     uint8_t *properties;        /* packed InstanceProperties */
@@ -114,6 +115,47 @@ static void kafka_report(sw__reporter_t *self, const sw__report_record_t *record
     }
     if (failed != 0) { /* release: partner of sw_stats' acquire load (see reporter.h). */
         atomic_fetch_add_explicit(&self->counters->failed, failed, memory_order_release);
+    }
+}
+
+/* Delivery report of a log line (sender thread or kp_close's caller); opaque: the outcome
+   counters of report_logs. release: partner of sw_stats' acquire load (reporter.h). */
+static void log_delivered(void *opaque, int error, int32_t partition, int64_t offset)
+{
+    sw__report_counters_t *outcomes = opaque;
+    (void)partition;
+    (void)offset;
+    atomic_fetch_add_explicit(error == 0 ? &outcomes->reported : &outcomes->failed, 1,
+                              memory_order_release);
+}
+
+/* Log lines to [<ns>-]skywalking-logs, key = service (log sender thread). kp_send may block
+   this thread up to max.block.ms, never an application thread. */
+static void kafka_report_logs(sw__reporter_t *self, const sw__report_record_t *records,
+                              size_t count, sw__report_counters_t *outcomes)
+{
+    kafka_reporter_t *r = (kafka_reporter_t *)self;
+    uint64_t failed = 0;
+    bool give_up = false;
+    for (size_t i = 0; i < count; i++) {
+        if (give_up) {
+            failed++;
+            continue;
+        }
+        const sw__report_record_t *rec = &records[i];
+        int rc = kp_send(r->producer, r->topic_logging, -1, rec->segment_id,
+                         strlen(rec->segment_id), rec->data, rec->len, NULL, 0, 0, log_delivered,
+                         outcomes);
+        if (rc != 0) {
+            if (failed++ == 0) { /* one line per batch; sw__log rate-limits the rest */
+                sw__log(SW_LOG_WARN, "kafka: cannot send a log line to %s: %s", r->topic_logging,
+                        kp_strerror(rc));
+            }
+            give_up = error_is_blocking(rc);
+        }
+    }
+    if (failed != 0) {
+        atomic_fetch_add_explicit(&outcomes->failed, failed, memory_order_release);
     }
 }
 
@@ -306,6 +348,8 @@ int sw__kafka_reporter_create(const sw_config_t *cfg, sw__report_counters_t *cou
                cfg->kafka_topic_segment, SW_KAFKA_TOPIC_SEGMENT_DEFAULT);
     topic_name(r->topic_management, sizeof r->topic_management, cfg->kafka_namespace,
                cfg->kafka_topic_management, SW_KAFKA_TOPIC_MANAGEMENT_DEFAULT);
+    topic_name(r->topic_logging, sizeof r->topic_logging, cfg->kafka_namespace,
+               cfg->kafka_topic_logging, SW_KAFKA_TOPIC_LOGGING_DEFAULT);
     snprintf(r->key_register, sizeof r->key_register, "register-%s", cfg->instance_name);
     snprintf(r->key_ping, sizeof r->key_ping, "%s", cfg->instance_name);
     r->heartbeat_s = cfg->heartbeat_period_s ? cfg->heartbeat_period_s : 30;
@@ -334,6 +378,7 @@ int sw__kafka_reporter_create(const sw_config_t *cfg, sw__report_counters_t *cou
     r->base.flush = kafka_flush;
     r->base.close = kafka_close;
     r->base.shutdown_begin = kafka_shutdown_begin;
+    r->base.report_logs = kafka_report_logs;
     *out = &r->base;
     return 0;
 }

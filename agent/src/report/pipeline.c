@@ -10,6 +10,7 @@
 #include "encode.h"
 #include "grpc_reporter.h"
 #include "kafka_reporter.h"
+#include "log_report.h"
 #include "reporter.h"
 
 struct sw__pipeline {
@@ -164,6 +165,12 @@ int sw__pipeline_start(const sw_config_t *cfg, sw__segment_pool_t *pool,
         free(p);
         return rc == DC_ETHREAD ? SW_ETHREAD : SW_ENOMEM;
     }
+    /* Application logs and events (log_report.h), when the reporter has a log path. */
+    rc = sw__log_pipeline_start(cfg, p->reporter, errbuf, errlen);
+    if (rc != 0) {
+        sw__pipeline_stop(p);
+        return rc;
+    }
     *out = p;
     return 0;
 }
@@ -178,6 +185,7 @@ void sw__pipeline_drain(sw__pipeline_t *p)
     if (p->reporter == NULL) {
         return;
     }
+    sw__log_pipeline_stop(); /* logs and the Shutdown event, before the reporter closes */
     if (p->reporter->shutdown_begin != NULL) {
         p->reporter->shutdown_begin(p->reporter);
     }

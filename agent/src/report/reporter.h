@@ -48,6 +48,15 @@ struct sw__reporter {
        can block for long (Kafka: kp_send waits up to max.block.ms with the broker down) uses it
        to bound the drain, failing what it cannot send in time (counted as failed). */
     void (*shutdown_begin)(sw__reporter_t *self);
+    /* Optional application logs (log_report.h; NULL: the reporter has no log path and sw_log
+       returns SW_ENOTSUP). Called by the log sender thread only, concurrently with report():
+       records are packed LogData, `segment_id` holds the service (the Kafka key). Counts
+       every record once in *outcomes, as report() does, at the latest when close() returns.
+       Never blocks longer than the reporter's own timeouts. */
+    void (*report_logs)(sw__reporter_t *self, const sw__report_record_t *records, size_t count,
+                        sw__report_counters_t *outcomes);
+    /* Optional events (packed Event), same thread and rules; outcomes are only logged. */
+    void (*report_events)(sw__reporter_t *self, const sw__report_record_t *records, size_t count);
 };
 
 /*

@@ -385,7 +385,8 @@ size_t sw__config_describe(const sw_config_t *cfg, char *buf, size_t len)
         } else if (text) {
             sw__log_escape(value, sizeof value, field, strlen(field));
         } else if (d->kind == KIND_BOOL) {
-            snprintf(value, sizeof value, "%s", *(const bool *)(const void *)field ? "true" : "false");
+            snprintf(value, sizeof value, "%s",
+                     *(const bool *)(const void *)field ? "true" : "false");
         } else if (d->kind == KIND_INT32) {
             int32_t v;
             memcpy(&v, field, sizeof v);

@@ -191,7 +191,8 @@ static sw__log_item_t *line_build(const sw__log_settings_t *s, void *arg, bool *
         char *out;
         int n = message_format(l, s->max_message_size, stack, &heap, &out);
         full = n > 0 ? (size_t)n : 0;
-        size_t cap = out == stack ? FORMAT_STACK - 1 : (full < s->max_message_size ? full : s->max_message_size) + 3;
+        size_t cap = out == stack ? FORMAT_STACK - 1
+                                  : (full < s->max_message_size ? full : s->max_message_size) + 3;
         avail = full < cap ? full : cap;
         msg = out;
     } else {

@@ -20,7 +20,7 @@ typedef struct grpc_reporter {
     sw__reporter_t base;
     sw__grpc_conn_t *conn; /* consumer thread only (close() after the consumer stopped) */
     sw__grpc_management_t *management;
-    sw__grpc_logs_t *logs; /* the log sender thread's (grpc_reporter_logs.h) */
+    sw__grpc_logs_t *logs;      /* the log sender thread's (grpc_reporter_logs.h) */
     sw__grpc_notices_t notices; /* shared with the management thread; has its own lock */
     uint32_t timeout_ms;
     char token[SW_CONFIG_NAME_MAX]; /* read-only after create */
@@ -64,8 +64,8 @@ static int grpc_flush(sw__reporter_t *self)
     return 0;
 }
 
-static void grpc_report_logs(sw__reporter_t *self, const sw__report_record_t *records,
-                             size_t count, sw__report_counters_t *outcomes)
+static void grpc_report_logs(sw__reporter_t *self, const sw__report_record_t *records, size_t count,
+                             sw__report_counters_t *outcomes)
 {
     sw__grpc_logs_send(((grpc_reporter_t *)self)->logs, records, count, outcomes);
 }

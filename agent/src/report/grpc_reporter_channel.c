@@ -29,7 +29,7 @@ struct sw__grpc_conn {
     uint32_t backoff_ms;      /* the next backoff to apply */
     uint64_t retry_at_ms;     /* monotonic; acquire returns NULL before it */
     uint64_t jitter_state;
-    bool down; /* the last outcome was a connection failure (for transition logs) */
+    bool down;        /* the last outcome was a connection failure (for transition logs) */
     bool tls;         /* SW_AGENT_SSL */
     bool client_cert; /* mutual TLS: a client certificate is presented */
 };

@@ -22,8 +22,8 @@ struct sw__grpc_logs {
     char token[SW_CONFIG_NAME_MAX]; /* read-only after create */
 };
 
-int sw__grpc_logs_create(const sw_config_t *cfg, sw__grpc_notices_t *notices,
-                         sw__grpc_logs_t **out, char *errbuf, size_t errlen)
+int sw__grpc_logs_create(const sw_config_t *cfg, sw__grpc_notices_t *notices, sw__grpc_logs_t **out,
+                         char *errbuf, size_t errlen)
 {
     sw__grpc_logs_t *l = calloc(1, sizeof *l);
     if (l == NULL) {

@@ -24,8 +24,8 @@ typedef struct sw__grpc_logs sw__grpc_logs_t;
 
 /* Opens the "logs" connection. `notices` must outlive it. Returns 0 and *out, SW_ECONFIG
    (message in errbuf) or SW_ENOMEM. grpc_init() must have been called. */
-int sw__grpc_logs_create(const sw_config_t *cfg, sw__grpc_notices_t *notices,
-                         sw__grpc_logs_t **out, char *errbuf, size_t errlen);
+int sw__grpc_logs_create(const sw_config_t *cfg, sw__grpc_notices_t *notices, sw__grpc_logs_t **out,
+                         char *errbuf, size_t errlen);
 
 /* Sends LogData records, counting each once in *outcomes. Log sender thread only. */
 void sw__grpc_logs_send(sw__grpc_logs_t *l, const sw__report_record_t *records, size_t count,

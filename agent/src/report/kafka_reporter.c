@@ -143,9 +143,9 @@ static void kafka_report_logs(sw__reporter_t *self, const sw__report_record_t *r
             continue;
         }
         const sw__report_record_t *rec = &records[i];
-        int rc = kp_send(r->producer, r->topic_logging, -1, rec->segment_id,
-                         strlen(rec->segment_id), rec->data, rec->len, NULL, 0, 0, log_delivered,
-                         outcomes);
+        int rc =
+            kp_send(r->producer, r->topic_logging, -1, rec->segment_id, strlen(rec->segment_id),
+                    rec->data, rec->len, NULL, 0, 0, log_delivered, outcomes);
         if (rc != 0) {
             if (failed++ == 0) { /* one line per batch; sw__log rate-limits the rest */
                 sw__log(SW_LOG_WARN, "kafka: cannot send a log line to %s: %s", r->topic_logging,

@@ -37,6 +37,20 @@ if(NOT SW_SANITIZE)
     PL_SERVER="$<TARGET_FILE:pl_server>")
   add_dependencies(test_preload skywalking-preload pl_server)
 
+  # syslog(3) lines of an unmodified program to the gRPC collector (SW_PLUGIN_SYSLOG=true).
+  add_executable(pl_syslog integration/preload/pl_syslog.c)
+  sw_target_defaults(pl_syslog)
+  sw_add_unit_test(test_preload_syslog
+    SOURCES integration/test_preload_syslog.c
+    LIBS skywalking
+    LABELS "preload;grpc"
+    TIMEOUT 600)
+  target_compile_definitions(test_preload_syslog PRIVATE
+    PL_PRELOAD_LIB="$<TARGET_FILE:skywalking-preload>"
+    PL_SYSLOG="$<TARGET_FILE:pl_syslog>"
+    SW_TEST_GRPC_COLLECTOR="${CMAKE_CURRENT_SOURCE_DIR}/support/grpc_collector.py")
+  add_dependencies(test_preload_syslog skywalking-preload pl_syslog)
+
   sw_add_bench(preload_bench
     SOURCES bench/preload_bench.c
     LIBS skywalking

@@ -49,8 +49,9 @@ static void settings_read(void)
         enabled = true;
     } else if (strcasecmp(v, "false") != 0 && strcmp(v, "0") != 0) {
         char esc[SW__LOG_ESCAPED_SIZE];
-        sw__log(SW_LOG_WARN, "preload: SW_PLUGIN_SYSLOG=%s is not true or false; syslog is not "
-                             "sent to the OAP",
+        sw__log(SW_LOG_WARN,
+                "preload: SW_PLUGIN_SYSLOG=%s is not true or false; syslog is not "
+                "sent to the OAP",
                 SW__LOG_ESC(esc, v));
     }
 }

@@ -237,8 +237,7 @@ Test(log_report, start_and_shutdown_events)
         const char *e = i == 0 ? start : stop;
         cr_expect(json_string(e, "type", buf, sizeof buf) && strcmp(buf, "Normal") == 0);
         cr_expect(json_string(e, "service", buf, sizeof buf) && strcmp(buf, SERVICE) == 0);
-        cr_expect(json_string(e, "serviceInstance", buf, sizeof buf) &&
-                  strcmp(buf, INSTANCE) == 0);
+        cr_expect(json_string(e, "serviceInstance", buf, sizeof buf) && strcmp(buf, INSTANCE) == 0);
         cr_expect(json_string(e, "layer", buf, sizeof buf) && strcmp(buf, "GENERAL") == 0);
         cr_expect(json_string(e, "uuid", buf, sizeof buf) && strlen(buf) == 36, "uuid %s", buf);
         long long t0 = json_int(e, "startTime"), t1 = json_int(e, "endTime");
@@ -350,13 +349,13 @@ Test(log_report, a_flood_with_the_collector_stopped_never_blocks_and_counts_drop
         clock_gettime(CLOCK_MONOTONIC, &a);
         refused += sw_log(SW_SEVERITY_INFO, "flood line %d", i) == SW_ELIMIT;
         clock_gettime(CLOCK_MONOTONIC, &b);
-        uint64_t us = (uint64_t)(b.tv_sec - a.tv_sec) * 1000000u +
-                      (uint64_t)(b.tv_nsec - a.tv_nsec) / 1000u;
+        uint64_t us =
+            (uint64_t)(b.tv_sec - a.tv_sec) * 1000000u + (uint64_t)(b.tv_nsec - a.tv_nsec) / 1000u;
         worst_us = us > worst_us ? us : worst_us;
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    uint64_t total_ms = (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000u +
-                        (uint64_t)(t1.tv_nsec - t0.tv_nsec) / 1000000u;
+    uint64_t total_ms =
+        (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000u + (uint64_t)(t1.tv_nsec - t0.tv_nsec) / 1000000u;
     sw_stats_t mid;
     sw_stats(&mid);
     cr_assert_eq(kill(c->pid, SIGCONT), 0);
@@ -373,7 +372,8 @@ Test(log_report, a_flood_with_the_collector_stopped_never_blocks_and_counts_drop
     cr_expect_gt(mid.logs_dropped, 0, "a 64-slot queue with a stopped collector must drop");
     cr_expect_eq(st.logs_dropped, (uint64_t)refused, "every SW_ELIMIT is a counted drop");
     /* The sender is stuck in a call for up to 2 s: a caller that waited on it would show. */
-    cr_expect_lt(total_ms, 2000, "the flood took %llu ms: sw_log waited", (unsigned long long)total_ms);
+    cr_expect_lt(total_ms, 2000, "the flood took %llu ms: sw_log waited",
+                 (unsigned long long)total_ms);
     cr_expect_lt(worst_us, 500000, "one sw_log took %llu us", (unsigned long long)worst_us);
     size_t held;
     records_free(records_of(c, "log", &held));
@@ -527,8 +527,9 @@ Test(log_report, mutual_tls_with_and_without_a_client_certificate)
     unlink(the_collector.out);
 
     mtls_run(&p, false, &st, &err);
-    cr_expect_eq(st.segments_reported, 0, "the collector must refuse an agent without a client "
-                                          "certificate");
+    cr_expect_eq(st.segments_reported, 0,
+                 "the collector must refuse an agent without a client "
+                 "certificate");
     cr_expect_eq(st.segments_failed + st.segments_dropped, 100);
     cr_expect_eq(st.logs_reported, 0);
     records_free(records_of(&the_collector, "segment", &n));
@@ -563,8 +564,8 @@ Test(log_report, client_certificate_settings_are_checked)
     stderr_capture_begin(&cap, c);
     sw_config_init(&cfg);
     cr_assert_eq(sw_config_set(&cfg, "SW_AGENT_SSL_KEY_PATH", p.client_key, err, sizeof err), 0);
-    cr_assert_eq(
-        sw_config_set(&cfg, "SW_AGENT_SSL_CERT_CHAIN_PATH", p.client_key, err, sizeof err), 0);
+    cr_assert_eq(sw_config_set(&cfg, "SW_AGENT_SSL_CERT_CHAIN_PATH", p.client_key, err, sizeof err),
+                 0);
     cr_expect_eq(sw_init(&cfg), SW_ECONFIG);
     char *text = stderr_capture_end(&cap);
     cr_expect(strstr(text, "SW_AGENT_SSL_CERT_CHAIN_PATH") != NULL, "%s", text);

@@ -181,7 +181,6 @@ static inline void collector_fini(void)
     }
 }
 
-
 /* Returns the text of the JSON string value of `"key": "` in line into buf, or false. */
 static inline bool json_string(const char *line, const char *key, char *buf, size_t len)
 {

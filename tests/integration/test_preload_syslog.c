@@ -22,7 +22,7 @@
 
 /* Runs pl_syslog with the preload library (enabled: SW_PLUGIN_SYSLOG=true) sending to the
    collector on `port`; returns its stderr (malloc'd). */
-static char *program_run(const collector_t *c, bool preload, bool enabled)
+static char *program_run(const collector_t *c, const char *program, bool preload, bool enabled)
 {
     char err_path[256], cmd[2048];
     snprintf(err_path, sizeof err_path, "%s/pl_syslog.err", c->dir);
@@ -31,7 +31,7 @@ static char *program_run(const collector_t *c, bool preload, bool enabled)
              "SW_AGENT_INSTANCE_NAME=pl-syslog-1 SW_AGENT_COLLECTOR_BACKEND_SERVICES=127.0.0.1:%d "
              "timeout 120 %s >/dev/null 2>%s",
              preload ? "LD_PRELOAD=" : "", preload ? PL_PRELOAD_LIB : "",
-             enabled ? "true" : "false", c->port, PL_SYSLOG, err_path);
+             enabled ? "true" : "false", c->port, program, err_path);
     int rc = system(cmd);
     cr_assert_eq(rc, 0, "pl_syslog failed (%d): %s", rc, cmd);
     FILE *f = fopen(err_path, "r");
@@ -82,12 +82,12 @@ static void expect_line(const collector_t *c, const char *text, const char *leve
 
 TestSuite(preload_syslog, .fini = collector_fini, .timeout = 300);
 
-Test(preload_syslog, lines_reach_syslog_unchanged_and_the_oap)
+static void lines_check(const char *program)
 {
     collector_t *c = &the_collector;
     collector_start(c, 0, NULL, NULL);
-    char *plain = program_run(c, false, false);
-    char *traced = program_run(c, true, true);
+    char *plain = program_run(c, program, false, false);
+    char *traced = program_run(c, program, true, true);
     collector_stop(c);
     fprintf(stderr, "--- without the agent ---\n%s--- with it ---\n%s---\n", plain, traced);
 
@@ -106,11 +106,23 @@ Test(preload_syslog, lines_reach_syslog_unchanged_and_the_oap)
     free(traced);
 }
 
+/* Built with _FORTIFY_SOURCE: the program calls __syslog_chk and __vsyslog_chk. */
+Test(preload_syslog, fortified_lines_reach_syslog_unchanged_and_the_oap)
+{
+    lines_check(PL_SYSLOG);
+}
+
+/* Built without it: plain syslog and vsyslog. */
+Test(preload_syslog, plain_lines_reach_syslog_unchanged_and_the_oap)
+{
+    lines_check(PL_SYSLOG_PLAIN);
+}
+
 Test(preload_syslog, off_by_default)
 {
     collector_t *c = &the_collector;
     collector_start(c, 0, NULL, NULL);
-    char *out = program_run(c, true, false);
+    char *out = program_run(c, PL_SYSLOG, true, false);
     collector_stop(c);
     cr_expect(strstr(out, "pl_syslog: disk sda is 93% full\n") != NULL, "%s", out);
     char line[64];

@@ -410,7 +410,8 @@ int sw_continue(const sw_snapshot_t *snap);
  * Never blocks: the line is encoded on the calling thread and put in a bounded queue
  * (SW_LOG_QUEUE_SIZE) that the agent's log sender thread empties; a full queue drops the line
  * (sw_stats.logs_dropped). No lock the sender holds is taken; the only allocation is the
- * line's own buffer (malloc). Any thread, including signal-free contexts that may malloc.
+ * line's own buffer (malloc). Any thread, but not a signal handler (it allocates). In a
+ * forked child, lines are SW_ESTATE until the child calls sw_init itself.
  *
  * Returns 0 (queued); SW_ESTATE (agent off: the line is not recorded); SW_ENOTSUP (the file
  * reporter has no log path: not recorded); SW_ELIMIT (queue full) or SW_ENOMEM: recorded and

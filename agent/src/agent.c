@@ -239,6 +239,7 @@ void sw__agent_after_fork_child(void)
        locks may have been held by other parent threads and are re-created. A child may call
        sw_init again to trace with its own reporter thread and a new process uuid. */
     sw__ids_reseed_after_fork();
+    sw__log_pipeline_after_fork_child();
     pthread_mutex_init(&lifecycle, NULL);
     pthread_mutex_init(&sw__agent.registry_lock, NULL);
     if (atomic_load_explicit(&sw__epoch, memory_order_relaxed) != 0) {

@@ -394,6 +394,26 @@ Test(log_report, file_reporter_has_no_log_path_and_off_is_estate)
     cr_expect_str_eq(sw_log_severity_name((sw_log_severity_t)99), "UNKNOWN");
 }
 
+Test(log_report, a_forked_child_does_not_queue_into_the_parents_sender)
+{
+    collector_t *c = &the_collector;
+    collector_start(c, 0, NULL, NULL);
+    agent_start(c->port, 10000);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        _exit(sw_log(SW_SEVERITY_INFO, "from the child") == SW_ESTATE ? 0 : 1);
+    }
+    int status = 0;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+              "sw_log in a forked child must say SW_ESTATE (status %d)", status);
+    cr_expect_eq(sw_log(SW_SEVERITY_INFO, "from the parent"), 0);
+    sw_stats_t st = agent_stop();
+    collector_stop(c);
+    cr_expect_eq(st.logs_reported, 1);
+}
+
 /* ---- gRPC mutual TLS ---------------------------------------------------------------------- */
 
 typedef struct pki {

@@ -229,7 +229,12 @@ void sw__grpc_conn_outcome(sw__grpc_conn_t *c, grpc_status_code status, const ch
                 c->address_count > 1 ? "the next address" : "it", SW_GRPC_BACKOFF_MAX_MS);
     }
     c->down = true;
-    if (c->tls && !c->client_cert &&
+    /* A collector that requires client certificates closes the connection in or right after
+       the handshake ("Socket closed", "handshake failed"); a collector that is down refuses
+       the TCP connection, and a hung one times out: neither is worth the hint. */
+    bool refused_in_tls = status == GRPC_STATUS_UNAVAILABLE &&
+                          (details == NULL || strstr(details, "Connection refused") == NULL);
+    if (c->tls && !c->client_cert && refused_in_tls &&
         !atomic_exchange_explicit(&client_cert_hint_logged, true, memory_order_relaxed)) {
         sw__log(SW_LOG_WARN,
                 "gRPC over TLS: collector %s refused or dropped the connection; if it requires "

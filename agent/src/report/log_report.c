@@ -219,3 +219,13 @@ void sw__log_report_stats(sw_stats_t *st)
     st->logs_truncated = atomic_load_explicit(&truncated_count, memory_order_relaxed);
     st->logs_recorded = atomic_load_explicit(&recorded, memory_order_relaxed);
 }
+
+void sw__log_pipeline_after_fork_child(void)
+{
+    /* The parent's sender thread does not exist here: its queue would never drain. Forget it
+       (its memory is abandoned, as the parent's segment pipeline is); a child's sw_init starts
+       its own. */
+    atomic_store_explicit(&current, NULL, memory_order_relaxed);
+    atomic_store_explicit(&users, 0, memory_order_relaxed);
+    atomic_store_explicit(&off_code, SW_ESTATE, memory_order_relaxed);
+}

@@ -12,8 +12,9 @@
  * writes to the host's stderr or log handler. Nothing here calls sw__log on an application
  * thread.
  *
- * Lifetime: sw__log_pipeline_start is called by sw__pipeline_start once the reporter is open
- * and only when the reporter has a log path (report_logs); it queues the Start event.
+ * Lifetime: sw__log_pipeline_start is called by sw__pipeline_start once the reporter is open;
+ * when the reporter has a log path (report_logs) it starts the sender and queues the Start
+ * event, otherwise lines are refused with SW_ENOTSUP.
  * sw__log_pipeline_stop, called before the reporter is closed, makes new lines fail with
  * SW_ESTATE, waits for the callers already inside sw__log_pipeline_produce (they never block,
  * so the wait is short), drains the queue, sends the Shutdown event and frees everything.
@@ -70,6 +71,10 @@ void sw__log_pipeline_stop(void);
 int sw__log_pipeline_produce(sw__log_item_t *(*build)(const sw__log_settings_t *s, void *arg,
                                                       bool *truncated),
                              void *arg);
+
+/* In a forked child (sw__agent_after_fork_child): abandons the parent's pipeline, so sw_log
+   says SW_ESTATE until the child's own sw_init. Child only, single-threaded. */
+void sw__log_pipeline_after_fork_child(void);
 
 /* Adds the logs_* counters of the current or last run to *st. Any thread. */
 void sw__log_report_stats(sw_stats_t *st);

@@ -185,10 +185,12 @@ void sw__pipeline_drain(sw__pipeline_t *p)
     if (p->reporter == NULL) {
         return;
     }
-    sw__log_pipeline_stop(); /* logs and the Shutdown event, before the reporter closes */
     if (p->reporter->shutdown_begin != NULL) {
         p->reporter->shutdown_begin(p->reporter);
     }
+    /* Logs and the Shutdown event, before the reporter closes; after shutdown_begin, so that
+       Kafka's drain watchdog bounds a kp_send of the log sender blocked on a dead broker too. */
+    sw__log_pipeline_stop();
     (void)dc_carrier_shutdown(p->carrier); /* drains through pipeline_consume, then on_exit */
     dc_stats_t st;
     dc_carrier_stats(p->carrier, &st);

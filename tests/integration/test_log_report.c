@@ -414,6 +414,24 @@ Test(log_report, a_forked_child_does_not_queue_into_the_parents_sender)
     cr_expect_eq(st.logs_reported, 1);
 }
 
+Test(log_report, log_settings_are_checked)
+{
+    sw_config_t cfg;
+    sw_config_init(&cfg);
+    cr_expect_eq(cfg.log_max_message_size, 10240);
+    cr_expect_eq(cfg.log_queue_size, 1024);
+    char err[256] = "";
+    cr_expect_eq(sw_config_set(&cfg, "SW_LOG_MAX_MESSAGE_SIZE", "8", err, sizeof err), SW_ECONFIG);
+    cr_expect(strstr(err, "SW_LOG_MAX_MESSAGE_SIZE") != NULL, "%s", err);
+    cr_expect_eq(sw_config_set(&cfg, "SW_LOG_QUEUE_SIZE", "0", err, sizeof err), SW_ECONFIG);
+    cr_expect(strstr(err, "SW_LOG_QUEUE_SIZE") != NULL, "%s", err);
+    cr_expect_eq(sw_config_set(&cfg, "SW_LOG_MAX_MESSAGE_SIZE", "4096", err, sizeof err), 0);
+    cr_expect_eq(cfg.log_max_message_size, 4096);
+    cr_assert_eq(sw_config_set(&cfg, "SW_KAFKA_TOPIC_LOGGING", "bad topic!", err, sizeof err), 0);
+    cr_expect_eq(sw_init(&cfg), SW_ECONFIG, "an invalid Kafka topic name must be refused");
+    cr_expect(!sw_enabled());
+}
+
 /* ---- gRPC mutual TLS ---------------------------------------------------------------------- */
 
 typedef struct pki {

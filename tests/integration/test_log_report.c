@@ -24,6 +24,7 @@
 #include "grpc_collector_proc.h"
 #include "skywalking.h"
 #include "test_agent_support.h"
+#include "test_util.h"
 
 #define INSTANCE "log-test-instance"
 #define SERVICE  "log-test-service"
@@ -253,6 +254,33 @@ Test(log_report, start_and_shutdown_events)
     cr_expect(json_string(start, "message", buf, sizeof buf) && strstr(buf, "Start") != NULL);
     cr_expect(json_string(start, "OPTS", buf, sizeof buf) && strstr(buf, "SW_REPORTER=grpc"),
               "OPTS '%s' should list the settings that differ from the defaults", buf);
+    records_free(events);
+}
+
+Test(log_report, start_is_sent_again_once_the_collector_is_up)
+{
+    collector_t *c = &the_collector;
+    int port = loopback_refused_port(false);
+    cr_assert_gt(port, 0);
+    agent_start(port, 2000); /* nothing listens: the Start event fails */
+    cr_expect_eq(sw_log(SW_SEVERITY_INFO, "while down"), 0);
+    collector_start(c, port, NULL, NULL);
+    /* Keep logging until a line gets through (the connection's backoff ends). */
+    uint64_t deadline = now_ms() + WAIT_MS;
+    sw_stats_t st;
+    for (sw_stats(&st); st.logs_reported == 0; sw_stats(&st)) {
+        cr_assert_lt(now_ms(), deadline, "no log line reached the collector in %d ms", WAIT_MS);
+        (void)sw_log(SW_SEVERITY_INFO, "probe");
+        poll_pause();
+    }
+    (void)agent_stop();
+    collector_stop(c);
+    size_t n;
+    char **events = records_of(c, "event", &n);
+    cr_expect_not_null(record_find(events, "name", "Start"),
+                       "the Start event must be sent once the collector is reachable");
+    cr_expect_not_null(record_find(events, "name", "Shutdown"));
+    cr_expect_eq(n, 2, "%zu events", n);
     records_free(events);
 }
 

@@ -70,10 +70,10 @@ static void grpc_report_logs(sw__reporter_t *self, const sw__report_record_t *re
     sw__grpc_logs_send(((grpc_reporter_t *)self)->logs, records, count, outcomes);
 }
 
-static void grpc_report_events(sw__reporter_t *self, const sw__report_record_t *records,
-                               size_t count)
+static int grpc_report_events(sw__reporter_t *self, const sw__report_record_t *records,
+                              size_t count)
 {
-    sw__grpc_events_send(((grpc_reporter_t *)self)->logs, records, count);
+    return sw__grpc_events_send(((grpc_reporter_t *)self)->logs, records, count);
 }
 
 static void reporter_free(grpc_reporter_t *r)

@@ -75,9 +75,9 @@ void sw__grpc_logs_send(sw__grpc_logs_t *l, const sw__report_record_t *records, 
                               memory_order_release);
 }
 
-void sw__grpc_events_send(sw__grpc_logs_t *l, const sw__report_record_t *records, size_t count)
+int sw__grpc_events_send(sw__grpc_logs_t *l, const sw__report_record_t *records, size_t count)
 {
-    (void)stream_run(l, METHOD_EVENTS, "EventService/collect", records, count);
+    return stream_run(l, METHOD_EVENTS, "EventService/collect", records, count) ? 0 : SW_EIO;
 }
 
 void sw__grpc_logs_destroy(sw__grpc_logs_t *l)

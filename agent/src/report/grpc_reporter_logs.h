@@ -31,8 +31,9 @@ int sw__grpc_logs_create(const sw_config_t *cfg, sw__grpc_notices_t *notices, sw
 void sw__grpc_logs_send(sw__grpc_logs_t *l, const sw__report_record_t *records, size_t count,
                         sw__report_counters_t *outcomes);
 
-/* Sends Event records. Log sender thread only (or sw_shutdown's after it was joined). */
-void sw__grpc_events_send(sw__grpc_logs_t *l, const sw__report_record_t *records, size_t count);
+/* Sends Event records. Returns 0 (status OK) or SW_EIO. Log sender thread only (or
+   sw_shutdown's after it was joined). */
+int sw__grpc_events_send(sw__grpc_logs_t *l, const sw__report_record_t *records, size_t count);
 
 /* Frees everything; no call may be in flight. NULL is fine. */
 void sw__grpc_logs_destroy(sw__grpc_logs_t *l);

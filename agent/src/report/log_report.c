@@ -20,6 +20,8 @@ typedef struct log_pipeline {
     sw__log_settings_t settings;
 
     /* Sender thread only (and stop, after the thread was joined). */
+    const sw__log_item_t *start_item; /* the Start event as queued (compared, not used) */
+    sw__log_item_t *start_unsent;     /* the Start event after a failed send, or NULL */
     sw__report_record_t *records;
     size_t records_cap;
 } log_pipeline_t;
@@ -62,17 +64,17 @@ static bool records_reserve(log_pipeline_t *p, size_t n)
     return true;
 }
 
-/* Sends the items of one kind among items[0..count) as one batch, then frees them. */
-static void send_kind(log_pipeline_t *p, void **items, size_t count, uint32_t kind)
+/* Sends the log lines among items[0..count) as one batch. */
+static void logs_send(log_pipeline_t *p, void **items, size_t count)
 {
     size_t n = 0, logs = 0;
     bool room = records_reserve(p, count);
     for (size_t i = 0; i < count; i++) {
         sw__log_item_t *it = items[i];
-        if (it->kind != kind) {
+        if (it->kind != SW__LOG_ITEM_LOG) {
             continue;
         }
-        logs += kind == SW__LOG_ITEM_LOG;
+        logs++;
         if (room) {
             p->records[n++] = (sw__report_record_t){
                 .segment_id = p->settings.service, .data = it->data, .len = it->len};
@@ -82,21 +84,45 @@ static void send_kind(log_pipeline_t *p, void **items, size_t count, uint32_t ki
         atomic_fetch_add_explicit(&outcomes.failed, logs, memory_order_release);
     }
     if (n != 0) {
-        if (kind == SW__LOG_ITEM_LOG) {
-            p->reporter->report_logs(p->reporter, p->records, n, &outcomes);
-        } else if (p->reporter->report_events != NULL) {
-            p->reporter->report_events(p->reporter, p->records, n);
-        }
+        p->reporter->report_logs(p->reporter, p->records, n, &outcomes);
+    }
+}
+
+/* Sends one event; true when the collector took it. */
+static bool event_send(log_pipeline_t *p, const sw__log_item_t *it)
+{
+    if (p->reporter->report_events == NULL) {
+        return true; /* no event path (Kafka): nothing to retry */
+    }
+    sw__report_record_t rec = {.segment_id = p->settings.service, .data = it->data, .len = it->len};
+    return p->reporter->report_events(p->reporter, &rec, 1) == 0;
+}
+
+/* The Start event the collector has not taken yet: tried again with every later batch, as the
+   Java agent sends it again once the channel is connected. */
+static void start_retry(log_pipeline_t *p)
+{
+    if (p->start_unsent != NULL && event_send(p, p->start_unsent)) {
+        free(p->start_unsent);
+        p->start_unsent = NULL;
     }
 }
 
 static void log_consume(void *ctx, void **items, size_t count)
 {
     log_pipeline_t *p = ctx;
-    send_kind(p, items, count, SW__LOG_ITEM_EVENT);
-    send_kind(p, items, count, SW__LOG_ITEM_LOG);
+    start_retry(p);
     for (size_t i = 0; i < count; i++) {
-        free(items[i]);
+        sw__log_item_t *it = items[i];
+        if (it->kind == SW__LOG_ITEM_EVENT && !event_send(p, it) && it == p->start_item) {
+            p->start_unsent = it; /* kept (not freed below) */
+        }
+    }
+    logs_send(p, items, count);
+    for (size_t i = 0; i < count; i++) {
+        if (items[i] != p->start_unsent) {
+            free(items[i]);
+        }
     }
 }
 
@@ -105,6 +131,7 @@ static void pipeline_free(log_pipeline_t *p)
     if (p->carrier != NULL) {
         dc_carrier_destroy(p->carrier);
     }
+    free(p->start_unsent);
     free(p->records);
     free(p);
 }
@@ -146,7 +173,9 @@ int sw__log_pipeline_start(const sw_config_t *cfg, sw__reporter_t *reporter, cha
         return rc == DC_ETHREAD ? SW_ETHREAD : SW_ENOMEM;
     }
     sw__log_item_t *start = sw__event_item_new(cfg, true, sw__process_start_ms(), sw__now_ms());
+    p->start_item = start; /* before the produce: the sender may take it at once */
     if (start != NULL && !dc_produce(p->carrier, start)) {
+        p->start_item = NULL;
         free(start);
     }
     atomic_store_explicit(&current, p, memory_order_seq_cst);
@@ -170,7 +199,9 @@ void sw__log_pipeline_stop(void)
     if (st.pending != 0) { /* cannot happen with a consumer; keep the accounting exact anyway */
         atomic_fetch_add_explicit(&outcomes.failed, st.pending, memory_order_release);
     }
-    /* The Shutdown event, sent from this thread now that the sender is gone. */
+    /* A Start the collector never took gets a last try; then the Shutdown event, sent from
+       this thread now that the sender is gone. */
+    start_retry(p);
     sw__log_item_t *bye = sw__event_item_new(p->cfg, false, sw__now_ms(), sw__now_ms());
     if (bye != NULL) {
         void *items[1] = {bye};

@@ -55,8 +55,9 @@ struct sw__reporter {
        Never blocks longer than the reporter's own timeouts. */
     void (*report_logs)(sw__reporter_t *self, const sw__report_record_t *records, size_t count,
                         sw__report_counters_t *outcomes);
-    /* Optional events (packed Event), same thread and rules; outcomes are only logged. */
-    void (*report_events)(sw__reporter_t *self, const sw__report_record_t *records, size_t count);
+    /* Optional events (packed Event), same thread and rules. Returns 0 when the collector
+       accepted them, else a negative SW_E* code (the caller may send them again). */
+    int (*report_events)(sw__reporter_t *self, const sw__report_record_t *records, size_t count);
 };
 
 /*

@@ -104,11 +104,13 @@ static void message_send(int priority, char *text)
     free(text);
 }
 
-void vsyslog(int priority, const char *fmt, va_list ap)
+/* Every hook: formats a copy of the line when it is to be sent, forwards the original call
+   (to __vsyslog_chk with `flag` when `fortified`, else to vsyslog), then queues the copy.
+   errno is as the caller left it for %m and for the real call, and as the real call left it
+   on return. */
+static void hooked(int priority, bool fortified, int flag, const char *fmt, va_list ap)
 {
     int saved_errno = errno;
-    vsyslog_fn real;
-    SW__PRELOAD_REAL(real, "vsyslog");
     char *text = NULL;
     if (fmt != NULL && wanted(priority)) {
         va_list copy;
@@ -117,47 +119,46 @@ void vsyslog(int priority, const char *fmt, va_list ap)
         va_end(copy);
     }
     errno = saved_errno;
-    if (real != NULL) {
-        real(priority, fmt, ap);
+    if (fortified) {
+        vsyslog_chk_fn real;
+        SW__PRELOAD_REAL(real, "__vsyslog_chk");
+        if (real != NULL) {
+            real(priority, flag, fmt, ap);
+        }
+    } else {
+        vsyslog_fn real;
+        SW__PRELOAD_REAL(real, "vsyslog");
+        if (real != NULL) {
+            real(priority, fmt, ap);
+        }
     }
     int after = errno;
     message_send(priority, text);
     errno = after;
+}
+
+void vsyslog(int priority, const char *fmt, va_list ap)
+{
+    hooked(priority, false, 0, fmt, ap);
 }
 
 void syslog(int priority, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsyslog(priority, fmt, ap);
+    hooked(priority, false, 0, fmt, ap);
     va_end(ap);
 }
 
 void __vsyslog_chk(int priority, int flag, const char *fmt, va_list ap)
 {
-    int saved_errno = errno;
-    vsyslog_chk_fn real;
-    SW__PRELOAD_REAL(real, "__vsyslog_chk");
-    char *text = NULL;
-    if (fmt != NULL && wanted(priority)) {
-        va_list copy;
-        va_copy(copy, ap);
-        text = message_format(saved_errno, fmt, copy);
-        va_end(copy);
-    }
-    errno = saved_errno;
-    if (real != NULL) {
-        real(priority, flag, fmt, ap);
-    }
-    int after = errno;
-    message_send(priority, text);
-    errno = after;
+    hooked(priority, true, flag, fmt, ap);
 }
 
 void __syslog_chk(int priority, int flag, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    __vsyslog_chk(priority, flag, fmt, ap);
+    hooked(priority, true, flag, fmt, ap);
     va_end(ap);
 }

@@ -252,14 +252,7 @@ static sw__log_item_t *line_build(const sw__log_settings_t *s, void *arg, bool *
     sw__pbr_string(&w, LD_INSTANCE, s->instance);
     sw__pbr_string(&w, LD_SERVICE, s->service);
     sw__pbr_int64(&w, LD_TIMESTAMP, sw__now_ms());
-    if (w.overflow) { /* the bound covers every field: cannot happen */
-        free(it);
-        return NULL;
-    }
-    it->kind = SW__LOG_ITEM_LOG;
-    it->data = w.p;
-    it->len = (uint32_t)(buf + bound - w.p);
-    return it;
+    return sw__log_item_finish(it, &w, buf + bound, SW__LOG_ITEM_LOG);
 }
 
 int sw_log(sw_log_severity_t severity, const char *fmt, ...)

@@ -128,12 +128,5 @@ sw__log_item_t *sw__event_item_new(const sw_config_t *cfg, bool start, int64_t s
     sw__pbr_string(&w, SRC_SERVICE, cfg->service_name);
     sw__pbr_close(&w, EV_SOURCE, source);
     sw__pbr_string(&w, EV_UUID, uuid);
-    if (w.overflow) { /* the bound above covers every field: cannot happen */
-        free(it);
-        return NULL;
-    }
-    it->kind = SW__LOG_ITEM_EVENT;
-    it->data = w.p;
-    it->len = (uint32_t)(buf + bound - w.p);
-    return it;
+    return sw__log_item_finish(it, &w, buf + bound, SW__LOG_ITEM_EVENT);
 }

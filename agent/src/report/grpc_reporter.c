@@ -37,25 +37,10 @@ static void outcome_count(sw__reporter_t *self, size_t count, bool ok)
 static void grpc_report(sw__reporter_t *self, const sw__report_record_t *records, size_t count)
 {
     grpc_reporter_t *r = (grpc_reporter_t *)self;
-    grpc_channel *ch = sw__grpc_conn_acquire(r->conn);
-    if (ch == NULL) { /* backing off: fail fast, the consumer keeps draining */
-        outcome_count(self, count, false);
-        return;
-    }
-    sw__grpc_result_t res;
-    sw__grpc_call_run(ch, sw__grpc_conn_queue(r->conn), METHOD_COLLECT, records, count, r->token,
-                      r->timeout_ms, NULL, &res);
-    sw__grpc_conn_outcome(r->conn, res.status, res.details);
-    if (res.status == GRPC_STATUS_OK) {
-        if (res.response != NULL) {
-            (void)sw__grpc_notices_commands(&r->notices, res.response, res.response_len, "collect");
-        }
-    } else {
-        (void)sw__grpc_notices_status(&r->notices, res.status, res.details, "collect",
-                                      sw__grpc_conn_target(r->conn), r->token[0] != '\0');
-    }
-    free(res.response);
-    outcome_count(self, count, res.status == GRPC_STATUS_OK);
+    /* While the connection backs off this fails at once, so the consumer keeps draining. */
+    grpc_status_code status = sw__grpc_stream_run(r->conn, &r->notices, METHOD_COLLECT, "collect",
+                                                  records, count, r->token, r->timeout_ms);
+    outcome_count(self, count, status == GRPC_STATUS_OK);
 }
 
 static int grpc_flush(sw__reporter_t *self)

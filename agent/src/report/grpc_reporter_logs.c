@@ -42,28 +42,36 @@ int sw__grpc_logs_create(const sw_config_t *cfg, sw__grpc_notices_t *notices, sw
     return 0;
 }
 
-/* One client stream of `count` records; returns true on status OK. */
+grpc_status_code sw__grpc_stream_run(sw__grpc_conn_t *conn, sw__grpc_notices_t *notices,
+                                     const char *method, const char *origin,
+                                     const sw__report_record_t *records, size_t count,
+                                     const char *token, uint32_t timeout_ms)
+{
+    grpc_channel *ch = sw__grpc_conn_acquire(conn);
+    if (ch == NULL) { /* backing off: fail fast, the caller keeps draining */
+        return GRPC_STATUS_UNAVAILABLE;
+    }
+    sw__grpc_result_t res;
+    sw__grpc_call_run(ch, sw__grpc_conn_queue(conn), method, records, count, token, timeout_ms,
+                      NULL, &res);
+    sw__grpc_conn_outcome(conn, res.status, res.details);
+    if (res.status == GRPC_STATUS_OK) {
+        if (res.response != NULL) {
+            (void)sw__grpc_notices_commands(notices, res.response, res.response_len, origin);
+        }
+    } else {
+        (void)sw__grpc_notices_status(notices, res.status, res.details, origin,
+                                      sw__grpc_conn_target(conn), token[0] != '\0');
+    }
+    free(res.response);
+    return res.status;
+}
+
 static bool stream_run(sw__grpc_logs_t *l, const char *method, const char *origin,
                        const sw__report_record_t *records, size_t count)
 {
-    grpc_channel *ch = sw__grpc_conn_acquire(l->conn);
-    if (ch == NULL) { /* backing off: fail fast, the sender keeps draining */
-        return false;
-    }
-    sw__grpc_result_t res;
-    sw__grpc_call_run(ch, sw__grpc_conn_queue(l->conn), method, records, count, l->token,
-                      l->timeout_ms, NULL, &res);
-    sw__grpc_conn_outcome(l->conn, res.status, res.details);
-    if (res.status == GRPC_STATUS_OK) {
-        if (res.response != NULL) {
-            (void)sw__grpc_notices_commands(l->notices, res.response, res.response_len, origin);
-        }
-    } else {
-        (void)sw__grpc_notices_status(l->notices, res.status, res.details, origin,
-                                      sw__grpc_conn_target(l->conn), l->token[0] != '\0');
-    }
-    free(res.response);
-    return res.status == GRPC_STATUS_OK;
+    return sw__grpc_stream_run(l->conn, l->notices, method, origin, records, count, l->token,
+                               l->timeout_ms) == GRPC_STATUS_OK;
 }
 
 void sw__grpc_logs_send(sw__grpc_logs_t *l, const sw__report_record_t *records, size_t count,

@@ -16,11 +16,25 @@
 
 #include <stddef.h>
 
+#include "grpc_reporter_channel.h"
 #include "grpc_reporter_commands.h"
 #include "reporter.h"
 #include "skywalking.h"
 
 typedef struct sw__grpc_logs sw__grpc_logs_t;
+
+/*
+ * One client stream of records[0..count) on `conn` (the segment and log reporters' shared
+ * step): the channel (none while the connection backs off: UNAVAILABLE at once, no call),
+ * the call under timeout_ms with `token` as `authentication` when non-empty, the outcome for
+ * the connection's failover, the answer's Commands or a bad status to `notices` under
+ * `origin`. Returns the status. Blocks the calling thread for the call; the thread that owns
+ * `conn` only.
+ */
+grpc_status_code sw__grpc_stream_run(sw__grpc_conn_t *conn, sw__grpc_notices_t *notices,
+                                     const char *method, const char *origin,
+                                     const sw__report_record_t *records, size_t count,
+                                     const char *token, uint32_t timeout_ms);
 
 /* Opens the "logs" connection. `notices` must outlive it. Returns 0 and *out, SW_ECONFIG
    (message in errbuf) or SW_ENOMEM. grpc_init() must have been called. */

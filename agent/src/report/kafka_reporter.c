@@ -41,6 +41,7 @@ typedef struct kafka_reporter {
     /* Consumer thread only (report, flush), then close() after the consumer was joined. */
     bool flush_timed_out;
     int last_error_logged;
+    int last_log_error_logged; /* the log sender thread's, for report_logs */
 
     /* The management thread sleeps on `wake`; close() sets `closing` and signals it.
        shutdown_begin() starts `watchdog` (drain_watchdog), which bounds the drain so that
@@ -58,7 +59,8 @@ typedef struct kafka_reporter {
     _Atomic uint64_t management_failed;
 } kafka_reporter_t;
 
-/* Delivery report of a segment (producer's sender thread, or the thread in kp_close). */
+/* Delivery report of a segment or a log line (producer's sender thread, or the thread in
+   kp_close); opaque: the counters the record counts in. */
 static void segment_delivered(void *opaque, int error, int32_t partition, int64_t offset)
 {
     sw__report_counters_t *counters = opaque;
@@ -87,9 +89,15 @@ static bool error_is_blocking(int rc)
            rc == KP_ECLOSED;
 }
 
-static void kafka_report(sw__reporter_t *self, const sw__report_record_t *records, size_t count)
+/* Sends records to `topic` (key = the record's segment_id field), counting each once in
+   *counters: failed at once when kp_send refuses it, else in segment_delivered. After an error
+   that would make every further kp_send wait again (error_is_blocking) the rest of the batch
+   fails at once. One log line per change of error (*last_error), not per record. The calling
+   thread (consumer or log sender) may block in kp_send up to max.block.ms. */
+static void records_send(kafka_reporter_t *r, const char *topic, const char *what,
+                         const sw__report_record_t *records, size_t count,
+                         sw__report_counters_t *counters, int *last_error)
 {
-    kafka_reporter_t *r = (kafka_reporter_t *)self;
     uint64_t failed = 0;
     bool give_up = false;
     for (size_t i = 0; i < count; i++) {
@@ -98,65 +106,38 @@ static void kafka_report(sw__reporter_t *self, const sw__report_record_t *record
             continue;
         }
         const sw__report_record_t *rec = &records[i];
-        int rc =
-            kp_send(r->producer, r->topic_segment, -1, rec->segment_id, strlen(rec->segment_id),
-                    rec->data, rec->len, NULL, 0, 0, segment_delivered, self->counters);
+        int rc = kp_send(r->producer, topic, -1, rec->segment_id, strlen(rec->segment_id),
+                         rec->data, rec->len, NULL, 0, 0, segment_delivered, counters);
         if (rc == 0) {
-            r->last_error_logged = 0; /* a later failure is worth a line again */
+            *last_error = 0; /* a later failure is worth a line again */
             continue;
         }
         failed++;
-        if (rc != r->last_error_logged) { /* one line per change of error, not per record */
-            sw__log(SW_LOG_WARN, "kafka: cannot send a segment to %s: %s", r->topic_segment,
-                    kp_strerror(rc));
-            r->last_error_logged = rc;
+        if (rc != *last_error) {
+            sw__log(SW_LOG_WARN, "kafka: cannot send %s to %s: %s", what, topic, kp_strerror(rc));
+            *last_error = rc;
         }
         give_up = error_is_blocking(rc);
     }
     if (failed != 0) { /* release: partner of sw_stats' acquire load (see reporter.h). */
-        atomic_fetch_add_explicit(&self->counters->failed, failed, memory_order_release);
+        atomic_fetch_add_explicit(&counters->failed, failed, memory_order_release);
     }
 }
 
-/* Delivery report of a log line (sender thread or kp_close's caller); opaque: the outcome
-   counters of report_logs. release: partner of sw_stats' acquire load (reporter.h). */
-static void log_delivered(void *opaque, int error, int32_t partition, int64_t offset)
+static void kafka_report(sw__reporter_t *self, const sw__report_record_t *records, size_t count)
 {
-    sw__report_counters_t *outcomes = opaque;
-    (void)partition;
-    (void)offset;
-    atomic_fetch_add_explicit(error == 0 ? &outcomes->reported : &outcomes->failed, 1,
-                              memory_order_release);
+    kafka_reporter_t *r = (kafka_reporter_t *)self;
+    records_send(r, r->topic_segment, "a segment", records, count, self->counters,
+                 &r->last_error_logged);
 }
 
-/* Log lines to [<ns>-]skywalking-logs, key = service (log sender thread). kp_send may block
-   this thread up to max.block.ms, never an application thread. */
+/* Log lines to [<ns>-]skywalking-logs, key = service (log sender thread only). */
 static void kafka_report_logs(sw__reporter_t *self, const sw__report_record_t *records,
                               size_t count, sw__report_counters_t *outcomes)
 {
     kafka_reporter_t *r = (kafka_reporter_t *)self;
-    uint64_t failed = 0;
-    bool give_up = false;
-    for (size_t i = 0; i < count; i++) {
-        if (give_up) {
-            failed++;
-            continue;
-        }
-        const sw__report_record_t *rec = &records[i];
-        int rc =
-            kp_send(r->producer, r->topic_logging, -1, rec->segment_id, strlen(rec->segment_id),
-                    rec->data, rec->len, NULL, 0, 0, log_delivered, outcomes);
-        if (rc != 0) {
-            if (failed++ == 0) { /* one line per batch; sw__log rate-limits the rest */
-                sw__log(SW_LOG_WARN, "kafka: cannot send a log line to %s: %s", r->topic_logging,
-                        kp_strerror(rc));
-            }
-            give_up = error_is_blocking(rc);
-        }
-    }
-    if (failed != 0) {
-        atomic_fetch_add_explicit(&outcomes->failed, failed, memory_order_release);
-    }
+    records_send(r, r->topic_logging, "a log line", records, count, outcomes,
+                 &r->last_log_error_logged);
 }
 
 static int kafka_flush(sw__reporter_t *self)

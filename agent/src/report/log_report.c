@@ -46,29 +46,11 @@ static _Atomic int off_code = SW_ESTATE;
 
 /* sw_init and sw_shutdown hold the agent's lifecycle lock around start and stop. */
 
-static bool records_reserve(log_pipeline_t *p, size_t n)
-{
-    if (p->records_cap >= n) {
-        return true;
-    }
-    size_t cap = p->records_cap ? p->records_cap : 64;
-    while (cap < n) {
-        cap *= 2;
-    }
-    sw__report_record_t *grown = realloc(p->records, cap * sizeof *grown);
-    if (grown == NULL) {
-        return false;
-    }
-    p->records = grown;
-    p->records_cap = cap;
-    return true;
-}
-
 /* Sends the log lines among items[0..count) as one batch. */
 static void logs_send(log_pipeline_t *p, void **items, size_t count)
 {
     size_t n = 0, logs = 0;
-    bool room = records_reserve(p, count);
+    bool room = sw__report_records_reserve(&p->records, &p->records_cap, count);
     for (size_t i = 0; i < count; i++) {
         sw__log_item_t *it = items[i];
         if (it->kind != SW__LOG_ITEM_LOG) {
@@ -239,6 +221,19 @@ int sw__log_pipeline_produce(sw__log_item_t *(*build)(const sw__log_settings_t *
     /* release: the last use of *p happens before stop sees users == 0 (seq_cst covers it). */
     atomic_fetch_sub_explicit(&users, 1, memory_order_seq_cst);
     return rc;
+}
+
+sw__log_item_t *sw__log_item_finish(sw__log_item_t *it, const sw__pbr_t *w, const uint8_t *end,
+                                    uint32_t kind)
+{
+    if (w->overflow) {
+        free(it);
+        return NULL;
+    }
+    it->kind = kind;
+    it->data = w->p;
+    it->len = (uint32_t)(end - w->p);
+    return it;
 }
 
 void sw__log_report_stats(sw_stats_t *st)

@@ -30,6 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../encode/pb_reverse.h"
 #include "reporter.h"
 #include "skywalking.h"
 
@@ -41,6 +42,12 @@ typedef struct sw__log_item {
     uint32_t len;
     const uint8_t *data; /* inside this allocation */
 } sw__log_item_t;
+
+/* Completes an item whose message the reverse writer `w` wrote just below `end` (the end of
+   the writer's area inside the item's allocation): sets kind, data and len. When the writer
+   overflowed (its caller's size bound was wrong) frees the item and returns NULL. */
+sw__log_item_t *sw__log_item_finish(sw__log_item_t *it, const sw__pbr_t *w, const uint8_t *end,
+                                    uint32_t kind);
 
 /* What an application thread needs to encode a line: read-only while the pipeline runs. */
 typedef struct sw__log_settings {

@@ -46,21 +46,21 @@ static int reporter_open(const sw_config_t *cfg, sw__report_counters_t *counters
     return SW_ENOTSUP;
 }
 
-static bool records_reserve(sw__pipeline_t *p, size_t n)
+bool sw__report_records_reserve(sw__report_record_t **records, size_t *cap, size_t n)
 {
-    if (p->records_cap >= n) {
+    if (*cap >= n) {
         return true;
     }
-    size_t cap = p->records_cap ? p->records_cap : 64;
-    while (cap < n) {
-        cap *= 2;
+    size_t grow = *cap ? *cap : 64;
+    while (grow < n) {
+        grow *= 2;
     }
-    sw__report_record_t *grown = realloc(p->records, cap * sizeof *grown);
+    sw__report_record_t *grown = realloc(*records, grow * sizeof *grown);
     if (grown == NULL) {
         return false;
     }
-    p->records = grown;
-    p->records_cap = cap;
+    *records = grown;
+    *cap = grow;
     return true;
 }
 
@@ -90,7 +90,7 @@ static void pipeline_consume(void *ctx, void **items, size_t count)
 {
     sw__pipeline_t *p = ctx;
     p->out.len = 0;
-    bool room = records_reserve(p, count);
+    bool room = sw__report_records_reserve(&p->records, &p->records_cap, count);
     size_t n = 0;
     uint64_t failed = 0;
     sw__segment_t *first = NULL, *last = NULL;

@@ -15,6 +15,7 @@
 #define SW_REPORT_REPORTER_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -59,6 +60,10 @@ struct sw__reporter {
        accepted them, else a negative SW_E* code (the caller may send them again). */
     int (*report_events)(sw__reporter_t *self, const sw__report_record_t *records, size_t count);
 };
+
+/* Grows *records (of *cap entries) to hold at least n, doubling from 64 (report/pipeline.c).
+   Returns false when out of memory; the array is then unchanged. One thread per array. */
+bool sw__report_records_reserve(sw__report_record_t **records, size_t *cap, size_t n);
 
 /*
  * The file reporter: appends each record as an unsigned varint length followed by the bytes to

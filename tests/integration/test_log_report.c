@@ -56,6 +56,16 @@ static void agent_start(int port, uint32_t timeout_ms)
     cr_assert_eq(rc, 0, "sw_init: %s", sw_strerror(rc));
 }
 
+/* agent_start with one extra setting. */
+static void agent_start_with(int port, uint32_t timeout_ms, const char *key, const char *value)
+{
+    agent_extra[0] = key;
+    agent_extra[1] = value;
+    agent_extra[2] = NULL;
+    agent_start(port, timeout_ms);
+    agent_extra[0] = NULL;
+}
+
 /* Stops the agent; asserts the exact accounting of segments and of logs. */
 static sw_stats_t agent_stop(void)
 {
@@ -288,11 +298,7 @@ Test(log_report, long_messages_are_cut_at_a_utf8_boundary_and_counted)
 {
     collector_t *c = &the_collector;
     collector_start(c, 0, NULL, NULL);
-    agent_extra[0] = "SW_LOG_MAX_MESSAGE_SIZE";
-    agent_extra[1] = "100";
-    agent_extra[2] = NULL;
-    agent_start(c->port, 10000);
-    agent_extra[0] = NULL;
+    agent_start_with(c->port, 10000, "SW_LOG_MAX_MESSAGE_SIZE", "100");
     char big[5001];
     memset(big, 'a', sizeof big - 1);
     big[sizeof big - 1] = '\0';
@@ -360,11 +366,7 @@ Test(log_report, a_flood_with_the_collector_stopped_never_blocks_and_counts_drop
 {
     collector_t *c = &the_collector;
     collector_start(c, 0, NULL, NULL);
-    agent_extra[0] = "SW_LOG_QUEUE_SIZE";
-    agent_extra[1] = "64";
-    agent_extra[2] = NULL;
-    agent_start(c->port, 2000);
-    agent_extra[0] = NULL;
+    agent_start_with(c->port, 2000, "SW_LOG_QUEUE_SIZE", "64");
     records_wait(c, "event", 1); /* the sender has delivered once: it is up */
     cr_assert_eq(kill(c->pid, SIGSTOP), 0);
 

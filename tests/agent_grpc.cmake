@@ -25,3 +25,17 @@ if(TARGET skywalking)
   target_compile_definitions(test_grpc_reporter PRIVATE
     SW_TEST_GRPC_COLLECTOR="${CMAKE_CURRENT_SOURCE_DIR}/support/grpc_collector.py")
 endif()
+
+# Application logs (sw_log), the Start / Shutdown events and gRPC mutual TLS against the same
+# collector (agent/src/report/log_report.c, event_report.c, grpc_reporter_logs.c).
+if(TARGET skywalking)
+  sw_add_unit_test(test_log_report
+    SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_log_report.c
+    LIBS skywalking
+    LABELS grpc
+    TIMEOUT 600
+    ENV ${grpc_test_env})
+  target_include_directories(test_log_report PRIVATE ${PROJECT_SOURCE_DIR}/agent/src)
+  target_compile_definitions(test_log_report PRIVATE
+    SW_TEST_GRPC_COLLECTOR="${CMAKE_CURRENT_SOURCE_DIR}/support/grpc_collector.py")
+endif()

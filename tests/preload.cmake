@@ -49,6 +49,24 @@ if(NOT SW_SANITIZE)
     PL_SERVER="$<TARGET_FILE:pl_server>"
     OTEL_HOP="${CMAKE_CURRENT_SOURCE_DIR}/support/otel_hop.py")
   add_dependencies(test_preload_w3c skywalking-preload pl_server)
+  # syslog(3) lines of an unmodified program to the gRPC collector (SW_PLUGIN_SYSLOG=true).
+  add_executable(pl_syslog integration/preload/pl_syslog.c)
+  sw_target_defaults(pl_syslog)
+  # The same program without _FORTIFY_SOURCE: plain syslog / vsyslog instead of __syslog_chk.
+  add_executable(pl_syslog_plain integration/preload/pl_syslog.c)
+  sw_target_defaults(pl_syslog_plain)
+  target_compile_options(pl_syslog_plain PRIVATE -U_FORTIFY_SOURCE)
+  sw_add_unit_test(test_preload_syslog
+    SOURCES integration/test_preload_syslog.c
+    LIBS skywalking
+    LABELS "preload;grpc"
+    TIMEOUT 600)
+  target_compile_definitions(test_preload_syslog PRIVATE
+    PL_PRELOAD_LIB="$<TARGET_FILE:skywalking-preload>"
+    PL_SYSLOG="$<TARGET_FILE:pl_syslog>"
+    PL_SYSLOG_PLAIN="$<TARGET_FILE:pl_syslog_plain>"
+    SW_TEST_GRPC_COLLECTOR="${CMAKE_CURRENT_SOURCE_DIR}/support/grpc_collector.py")
+  add_dependencies(test_preload_syslog skywalking-preload pl_syslog pl_syslog_plain)
 
   sw_add_bench(preload_bench
     SOURCES bench/preload_bench.c

@@ -178,6 +178,15 @@ const char *sw_log_level_name(sw_log_level_t level);
  *                                       cap of 5,376 blocks bounds segment memory to 174 MB.
  *                                       A sampled trace that finds no block is not recorded and
  *                                       counts as finished and dropped (see sw_stats_t).
+ *   SW_LOG_MAX_MESSAGE_SIZE             bytes of an sw_log message kept, 16..1048576 (10240,
+ *                                       the Java agent's log.max_message_size); longer text
+ *                                       is cut (at a UTF-8 boundary) and counted
+ *   SW_LOG_QUEUE_SIZE                   sw_log lines queued for the sender, 1..1048576 (1024);
+ *                                       a line that finds the queue full is dropped, counted
+ *   SW_KAFKA_TOPIC_LOGGING              log topic (default skywalking-logs)
+ *   SW_AGENT_SSL_KEY_PATH               PEM private key of the agent's client certificate
+ *                                       (gRPC mutual TLS; with SW_AGENT_SSL_CERT_CHAIN_PATH)
+ *   SW_AGENT_SSL_CERT_CHAIN_PATH        PEM certificate chain presented with that key
  *
  * SW_AGENT_CONFIG=path names a file of `KEY=value` lines (# starts a comment); the environment
  * overrides the file.
@@ -230,6 +239,13 @@ typedef struct sw_config {
     uint32_t meter_report_interval_s; /* 0: no meters */
     uint32_t cds_interval_s;          /* 0: no configuration discovery */
     char kafka_topic_meter[SW_CONFIG_NAME_MAX];
+    /* Application logs to the OAP (sw_log) and gRPC mutual TLS; appended to keep the layout
+       of the fields above. */
+    uint32_t log_max_message_size;
+    uint32_t log_queue_size;
+    char kafka_topic_logging[SW_CONFIG_NAME_MAX];
+    char grpc_ssl_key_path[SW_CONFIG_TEXT_MAX];
+    char grpc_ssl_cert_chain_path[SW_CONFIG_TEXT_MAX];
 } sw_config_t;
 
 /* Fills `cfg` with the defaults (empty names are resolved by sw_init). Any thread. Cannot fail
@@ -470,6 +486,58 @@ int sw_capture(sw_snapshot_t *snap);
 int sw_continue(const sw_snapshot_t *snap);
 
 /* ----------------------------------------------------------------------------------------- */
+/* Application logs to the OAP                                                                */
+/* ----------------------------------------------------------------------------------------- */
+
+/*
+ * sw_log and sw_log_kv send the PROGRAM's own log lines to the OAP as SkyWalking LogData
+ * (skywalking.v3.LogReportService/collect over gRPC; topic skywalking-logs, key = service,
+ * over Kafka), so that the OAP shows them next to the trace that was active when they were
+ * logged. They are not the agent's diagnostics: those are the "Logging" section above
+ * (sw_set_log_handler, sw_set_log_level, sw_log_level_t), which only ever reach the host's
+ * stderr or handler and are never sent anywhere. The two never mix: sw_log never calls the
+ * handler, and the agent's messages are never sent as LogData.
+ *
+ * Each line carries: timestamp (ms), service, serviceInstance, endpoint (the operation of the
+ * first span of this thread's segment, when a span is active), body.text (the message, cut to
+ * SW_LOG_MAX_MESSAGE_SIZE bytes at a UTF-8 boundary; invalid UTF-8 bytes become '?'),
+ * traceContext {traceId, traceSegmentId, spanId} of this thread's active span when it is
+ * recorded (sampled), tags `level` (sw_log_severity_name) and `logger`, then the caller's
+ * tags.
+ *
+ * Never blocks: the line is encoded on the calling thread and put in a bounded queue
+ * (SW_LOG_QUEUE_SIZE) that the agent's log sender thread empties; a full queue drops the line
+ * (sw_stats.logs_dropped). No lock the sender holds is taken; the only allocation is the
+ * line's own buffer (malloc). Any thread, but not a signal handler (it allocates). In a
+ * forked child, lines are SW_ESTATE until the child calls sw_init itself.
+ *
+ * Returns 0 (queued); SW_ESTATE (agent off: the line is not recorded); SW_ENOTSUP (the file
+ * reporter has no log path: not recorded); SW_ELIMIT (queue full) or SW_ENOMEM: recorded and
+ * dropped; SW_EINVAL (NULL format or message, tags NULL with n > 0).
+ */
+typedef enum sw_log_severity {
+    SW_SEVERITY_ERROR = 0,
+    SW_SEVERITY_WARN = 1,
+    SW_SEVERITY_INFO = 2,
+    SW_SEVERITY_DEBUG = 3,
+    SW_SEVERITY_TRACE = 4,
+} sw_log_severity_t;
+
+/* "ERROR", "WARN", "INFO", "DEBUG", "TRACE" (the `level` tag); "UNKNOWN" otherwise. */
+const char *sw_log_severity_name(sw_log_severity_t severity);
+
+/* A printf-formatted line with logger tag "default". */
+int sw_log(sw_log_severity_t severity, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* A line with a logger name (NULL: "default") and n extra tags (copied). */
+int sw_log_kv(sw_log_severity_t severity, const char *logger, const char *message,
+              const sw_kv_t *tags, size_t n);
+
+/* ----------------------------------------------------------------------------------------- */
 /* Counters                                                                                   */
 /* ----------------------------------------------------------------------------------------- */
 
@@ -488,6 +556,14 @@ typedef struct sw_stats {
     uint64_t spans_limited;      /* spans not recorded because a segment hit its span limit */
     uint64_t arena_truncated;    /* strings truncated or tags/logs dropped: segment arena full */
     uint64_t sw8_invalid;        /* incoming sw8 values rejected as malformed */
+    /* Application logs (sw_log, sw_log_kv, the syslog hook); appended to keep the layout of
+       the fields above. Exact after sw_shutdown:
+       logs_recorded == logs_reported + logs_dropped + logs_failed. */
+    uint64_t logs_recorded;  /* lines accepted by sw_log* while the agent ran */
+    uint64_t logs_reported;  /* accepted by the collector / acknowledged by Kafka */
+    uint64_t logs_dropped;   /* never sent: queue full, out of memory, agent stopping */
+    uint64_t logs_failed;    /* send errors */
+    uint64_t logs_truncated; /* lines cut to SW_LOG_MAX_MESSAGE_SIZE (also counted above) */
 } sw_stats_t;
 
 /*

@@ -11,6 +11,7 @@
 #include "core/context.h"
 #include "core/dynamic_config.h"
 #include "log/log.h"
+#include "report/log_report.h"
 #include "report/pipeline.h"
 
 /*
@@ -181,6 +182,7 @@ void sw_stats(sw_stats_t *stats)
         pthread_mutex_lock(&sw__agent.registry_lock);
         *stats = sw__agent.last_run;
         pthread_mutex_unlock(&sw__agent.registry_lock);
+        sw__log_report_stats(stats); /* kept by log_report.c until the next run */
         return;
     }
     /* Reporter counters first (acquire, partner: the reporters' release adds), so a test that
@@ -191,6 +193,7 @@ void sw_stats(sw_stats_t *stats)
     sw__registry_sum(stats);
     stats->segments_reported = reported;
     stats->segments_failed = failed;
+    sw__log_report_stats(stats);
 }
 
 uint64_t sw__agent_blocks_allocated(void)
@@ -210,6 +213,7 @@ void sw__agent_after_fork_child(void)
        locks may have been held by other parent threads and are re-created. A child may call
        sw_init again to trace with its own reporter thread and a new process uuid. */
     sw__ids_reseed_after_fork();
+    sw__log_pipeline_after_fork_child();
     pthread_mutex_init(&lifecycle, NULL);
     pthread_mutex_init(&sw__agent.registry_lock, NULL);
     if (atomic_load_explicit(&sw__epoch, memory_order_relaxed) != 0) {

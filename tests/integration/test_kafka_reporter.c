@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "kafka_test_env.h"
+#include "logging.pb-c.h"
 #include "management.pb-c.h"
 #include "meter.pb-c.h"
 #include "report/kafka_reporter.h"
@@ -650,4 +651,69 @@ Test(kafka_reporter, meters_reach_the_meter_topic, .timeout = 240)
     cr_assert_gt(collection_value(last, "sw_c_producer_records_sent"), 0);
     cr_assert_eq(collection_value(last, "sw_c_segments_finished"), API_THREADS * 10.0);
     skywalking__v3__meter_data_collection__free_unpacked(last, NULL);
+}
+
+/* Application logs: topic [<ns>-]skywalking-logs, key = service, value = LogData, as the OAP's
+   kafka-fetcher reads them; read back with kcat and decoded; the trace context is the active
+   span's. */
+Test(kafka_reporter, logs_to_the_logging_topic, .timeout = 240)
+{
+    sw_test_kafka_t k;
+    fixture_attach(&k);
+    cr_assert_eq(sw_test_kafka_create_topic(&k, "klog-skywalking-logs", 2), 0);
+    cr_assert_eq(sw_test_kafka_create_topic(&k, "klog-skywalking-segments", 1), 0);
+    cr_assert_eq(sw_test_kafka_create_topic(&k, "klog-skywalking-managements", 1), 0);
+    char service[96], err[256];
+    unique_name(service, sizeof service, "logs");
+    sw_config_t cfg;
+    config_kafka(&cfg, k.bootstrap, service, "linger.ms=5");
+    cr_assert_eq(sw_config_set(&cfg, "SW_KAFKA_NAMESPACE", "klog", err, sizeof err), 0);
+    int rc = sw_init(&cfg);
+    cr_assert_eq(rc, 0, "sw_init: %s", sw_strerror(rc));
+    const int n = 50;
+    sw_snapshot_t snap;
+    sw_entry_span_begin("GET /kafka-logs", NULL);
+    cr_assert_eq(sw_capture(&snap), 0);
+    for (int i = 0; i < n; i++) {
+        cr_assert_eq(sw_log(SW_SEVERITY_INFO, "kafka line %d", i), 0);
+    }
+    sw_span_end();
+    sw_stats_t st = agent_test_stop();
+    cr_assert_eq(st.logs_recorded, (uint64_t)n);
+    cr_assert_eq(st.logs_reported, (uint64_t)n, "reported %llu failed %llu dropped %llu",
+                 (unsigned long long)st.logs_reported, (unsigned long long)st.logs_failed,
+                 (unsigned long long)st.logs_dropped);
+
+    records_t rs = topic_read(k.bootstrap, "klog-skywalking-logs");
+    size_t mine = 0;
+    for (size_t i = 0; i < rs.count; i++) {
+        const record_t *r = &rs.items[i];
+        Skywalking__V3__LogData *log =
+            skywalking__v3__log_data__unpack(NULL, r->value_len, r->value);
+        cr_assert_not_null(log, "a record of klog-skywalking-logs is not a LogData");
+        if (strcmp(log->service, service) == 0) {
+            mine++;
+            cr_expect_str_eq(r->key, service, "key must be the service");
+            cr_expect_str_eq(log->serviceinstance, service);
+            cr_expect_str_eq(log->endpoint, "GET /kafka-logs");
+            cr_assert_not_null(log->body);
+            cr_assert_not_null(log->body->text);
+            cr_expect(strncmp(log->body->text->text, "kafka line ", 11) == 0, "text %s",
+                      log->body->text->text);
+            cr_assert_not_null(log->tracecontext);
+            cr_expect_str_eq(log->tracecontext->traceid, snap.trace_id);
+            cr_expect_str_eq(log->tracecontext->tracesegmentid, snap.segment_id);
+            cr_expect_eq(log->tracecontext->spanid, 0);
+            cr_assert_not_null(log->tags);
+            cr_assert_geq(log->tags->n_data, 2);
+            cr_expect_str_eq(log->tags->data[0]->key, "level");
+            cr_expect_str_eq(log->tags->data[0]->value, "INFO");
+            cr_expect_str_eq(log->tags->data[1]->key, "logger");
+            cr_expect_gt(log->timestamp, 1600000000000LL);
+        }
+        skywalking__v3__log_data__free_unpacked(log, NULL);
+    }
+    records_free(&rs);
+    cr_expect_eq(mine, (size_t)n, "the topic holds %zu lines of %s, %d were reported", mine,
+                 service, n);
 }

@@ -3,8 +3,9 @@
 
 It is a real gRPC server (Debian's python3-grpcio), built at start from the repository's own
 proto/*.proto: the stubs are generated with grpc_tools.protoc into a temporary directory. It
-serves skywalking.v3.TraceSegmentReportService/collect and skywalking.v3.ManagementService
-(reportInstanceProperties, keepAlive) on loopback, and appends what arrives to a JSONL file,
+serves skywalking.v3.TraceSegmentReportService/collect, skywalking.v3.ManagementService
+(reportInstanceProperties, keepAlive), skywalking.v3.LogReportService/collect and
+skywalking.v3.EventService/collect on loopback, and appends what arrives to a JSONL file,
 one JSON object per line, written whole and flushed, so that C tests can read it while it runs:
 
   {"kind": "segment", "traceSegmentId": ..., "traceId": ..., "service": ...,
@@ -16,6 +17,11 @@ one JSON object per line, written whole and flushed, so that C tests can read it
    "later_with_entity": n, "values": {"name{k=v,...}": value, ...},
    "histograms": {"name{k=v,...}": [[bucket, count], ...], ...}}
   {"kind": "cds_fetch", "service": ..., "uuid": ...}
+  {"kind": "log", "service": ..., "serviceInstance": ..., "endpoint": ..., "timestamp": ms,
+   "text": ..., "traceId": ..., "traceSegmentId": ..., "spanId": n, "tags": {k: v, ...}}
+  {"kind": "event", "uuid": ..., "name": ..., "type": "Normal" | "Error", "message": ...,
+   "service": ..., "serviceInstance": ..., "parameters": {k: v}, "startTime": ms,
+   "endTime": ms, "layer": ...}
 
 A meters record is one MeterReportService/collect stream (service, instance and timestamp are
 taken from its first element; later_with_entity counts later elements that set any of them,
@@ -39,6 +45,8 @@ Options:
   --proto-dir DIR    where the .proto files are (default: <repo>/proto)
   --tls-cert PATH    serve TLS with this PEM certificate chain (and --tls-key PATH, its key)
   --cds-file PATH    the configuration discovery answer (see above)
+  --tls-client-ca PATH  with --tls-cert: require a client certificate signed by this CA
+                     (mutual TLS); a client without one is refused in the handshake
 
 SIGTERM or SIGINT stops the server gracefully (calls in flight are finished, up to 5 s) and
 exits with status 0. Must run under /usr/bin/python3 (Debian's grpcio and grpc_tools).
@@ -160,7 +168,8 @@ def build_servicers(args, recorder):
             return commands()
 
     return (tracing_pb2_grpc, TraceSegmentReportService(), management_pb2_grpc,
-            ManagementService(), authorized)
+            ManagementService(), authorized,
+            build_log_event_servicers(recorder, authorized, commands))
 
 
 def label_key(name, labels):
@@ -230,6 +239,74 @@ def build_meter_cds_servicers(args, recorder, authorized):
             ConfigurationDiscoveryService())
 
 
+# ---- logs and events (LogReportService, EventService) ------------------------------------
+
+
+def build_log_event_servicers(recorder, authorized, commands):
+    """LogReportService/collect and EventService/collect, recording each message."""
+    import event_pb2
+    import event_pb2_grpc
+    import logging_pb2_grpc
+
+    class LogReportService(logging_pb2_grpc.LogReportServiceServicer):
+        def collect(self, request_iterator, context):
+            authorized(context, "LogReportService/collect")
+            records = []
+            for log in request_iterator:
+                records.append({
+                    "kind": "log",
+                    "service": log.service,
+                    "serviceInstance": log.serviceInstance,
+                    "endpoint": log.endpoint,
+                    "timestamp": log.timestamp,
+                    "text": log.body.text.text,
+                    "traceId": log.traceContext.traceId,
+                    "traceSegmentId": log.traceContext.traceSegmentId,
+                    "spanId": log.traceContext.spanId,
+                    "tags": {kv.key: kv.value for kv in log.tags.data},
+                })
+            recorder.write(records)
+            return commands()
+
+    class EventService(event_pb2_grpc.EventServiceServicer):
+        def collect(self, request_iterator, context):
+            authorized(context, "EventService/collect")
+            records = []
+            for ev in request_iterator:
+                records.append({
+                    "kind": "event",
+                    "uuid": ev.uuid,
+                    "name": ev.name,
+                    "type": event_pb2.Type.Name(ev.type),
+                    "message": ev.message,
+                    "service": ev.source.service,
+                    "serviceInstance": ev.source.serviceInstance,
+                    "parameters": dict(ev.parameters),
+                    "startTime": ev.startTime,
+                    "endTime": ev.endTime,
+                    "layer": ev.layer,
+                })
+            recorder.write(records)
+            return commands()
+
+    def add_to_server(server):
+        logging_pb2_grpc.add_LogReportServiceServicer_to_server(LogReportService(), server)
+        event_pb2_grpc.add_EventServiceServicer_to_server(EventService(), server)
+
+    return add_to_server
+
+
+def tls_server_credentials(args):
+    """Server TLS credentials; with --tls-client-ca the client must present a certificate."""
+    with open(args.tls_key, "rb") as k, open(args.tls_cert, "rb") as c:
+        pair = (k.read(), c.read())
+    if not args.tls_client_ca:
+        return grpc.ssl_server_credentials([pair])
+    with open(args.tls_client_ca, "rb") as ca:
+        return grpc.ssl_server_credentials([pair], root_certificates=ca.read(),
+                                           require_client_auth=True)
+
+
 def write_port_file(path, port):
     tmp = f"{path}.tmp.{os.getpid()}"
     with open(tmp, "w", encoding="ascii") as f:
@@ -247,6 +324,7 @@ def main():
     parser.add_argument("--tls-cert")
     parser.add_argument("--tls-key")
     parser.add_argument("--cds-file")
+    parser.add_argument("--tls-client-ca")
     parser.add_argument("--proto-dir",
                         default=str(Path(__file__).resolve().parents[2] / "proto"))
     args = parser.parse_args()
@@ -261,18 +339,17 @@ def main():
         generate_stubs(args.proto_dir, stub_dir)
         recorder = Recorder(args.out)
         (tracing_grpc, tracing, management_grpc, management,
-         authorized) = build_servicers(args, recorder)
+         authorized, add_log_event_services) = build_servicers(args, recorder)
         meter_grpc, meter, cds_grpc, cds = build_meter_cds_servicers(args, recorder, authorized)
         server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
         tracing_grpc.add_TraceSegmentReportServiceServicer_to_server(tracing, server)
         management_grpc.add_ManagementServiceServicer_to_server(management, server)
         meter_grpc.add_MeterReportServiceServicer_to_server(meter, server)
         cds_grpc.add_ConfigurationDiscoveryServiceServicer_to_server(cds, server)
+        add_log_event_services(server)
         address = f"127.0.0.1:{args.port}"
         if args.tls_cert:
-            with open(args.tls_key, "rb") as k, open(args.tls_cert, "rb") as c:
-                creds = grpc.ssl_server_credentials([(k.read(), c.read())])
-            port = server.add_secure_port(address, creds)
+            port = server.add_secure_port(address, tls_server_credentials(args))
         else:
             port = server.add_insecure_port(address)
         if port == 0:

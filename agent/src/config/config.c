@@ -69,6 +69,12 @@ static const key_desc_t keys[] = {
     NUM("SW_METER_REPORT_INTERVAL", KIND_UINT32, meter_report_interval_s, 0, 86400),
     NUM("SW_AGENT_CDS_INTERVAL", KIND_UINT32, cds_interval_s, 0, 86400),
     TEXT("SW_KAFKA_TOPIC_METER", kafka_topic_meter),
+    /* Application logs and gRPC mutual TLS. */
+    NUM("SW_LOG_MAX_MESSAGE_SIZE", KIND_UINT32, log_max_message_size, 16, 1 << 20),
+    NUM("SW_LOG_QUEUE_SIZE", KIND_UINT32, log_queue_size, 1, 1 << 20),
+    TEXT("SW_KAFKA_TOPIC_LOGGING", kafka_topic_logging),
+    TEXT("SW_AGENT_SSL_KEY_PATH", grpc_ssl_key_path),
+    TEXT("SW_AGENT_SSL_CERT_CHAIN_PATH", grpc_ssl_cert_chain_path),
 };
 
 size_t sw__config_key_count(void)
@@ -107,6 +113,8 @@ void sw_config_init(sw_config_t *cfg)
     cfg->grpc_timeout_ms = 10000;
     cfg->meter_report_interval_s = 20;
     cfg->cds_interval_s = 20;
+    cfg->log_max_message_size = 10240;
+    cfg->log_queue_size = 1024;
     snprintf(cfg->file_path, sizeof cfg->file_path, "skywalking-segments.bin");
 }
 
@@ -406,5 +414,59 @@ int sw__config_finalize(sw_config_t *cfg, char *errbuf, size_t errlen)
                           cfg->max_segments);
         return SW_ECONFIG;
     }
+    if (cfg->log_max_message_size < 16 || cfg->log_max_message_size > (1u << 20) ||
+        cfg->log_queue_size < 1 || cfg->log_queue_size > (1u << 20)) {
+        sw__errbuf_printf(errbuf, errlen,
+                          "SW_LOG_MAX_MESSAGE_SIZE must be in 16..1048576 and SW_LOG_QUEUE_SIZE "
+                          "in 1..1048576 (got %u and %u)",
+                          cfg->log_max_message_size, cfg->log_queue_size);
+        return SW_ECONFIG;
+    }
     return sw__config_check(cfg, errbuf, errlen);
+}
+
+size_t sw__config_describe(const sw_config_t *cfg, char *buf, size_t len)
+{
+    sw_config_t defaults;
+    sw_config_init(&defaults);
+    size_t used = 0;
+    if (len == 0) {
+        return 0;
+    }
+    buf[0] = '\0';
+    for (size_t i = 0; i < sw__config_key_count(); i++) {
+        const key_desc_t *d = &keys[i];
+        const char *field = (const char *)cfg + d->offset;
+        const char *dflt = (const char *)&defaults + d->offset;
+        char value[96];
+        bool text = d->kind == KIND_TEXT || d->kind == KIND_NAME || d->kind == KIND_SECRET ||
+                    d->kind == KIND_REPORTER;
+        if (text ? strcmp(field, dflt) == 0
+                 : memcmp(field, dflt, d->kind == KIND_BOOL ? sizeof(bool) : 4) == 0) {
+            continue;
+        }
+        if (sw__config_name_is_secret(d->name)) {
+            snprintf(value, sizeof value, "(not shown)");
+        } else if (text) {
+            sw__log_escape(value, sizeof value, field, strlen(field));
+        } else if (d->kind == KIND_BOOL) {
+            snprintf(value, sizeof value, "%s",
+                     *(const bool *)(const void *)field ? "true" : "false");
+        } else if (d->kind == KIND_INT32) {
+            int32_t v;
+            memcpy(&v, field, sizeof v);
+            snprintf(value, sizeof value, "%ld", (long)v);
+        } else {
+            uint32_t v;
+            memcpy(&v, field, sizeof v);
+            snprintf(value, sizeof value, "%lu", (unsigned long)v);
+        }
+        int n = snprintf(buf + used, len - used, "%s%s=%s", used ? " " : "", d->name, value);
+        if (n < 0 || (size_t)n >= len - used) {
+            buf[used] = '\0'; /* whole entries only */
+            break;
+        }
+        used += (size_t)n;
+    }
+    return used;
 }

@@ -56,6 +56,28 @@ int sw__address_list_check(const char *key, const char *list, char *errbuf, size
  */
 int sw__config_ca_read(const char *path, char **pem, char *errbuf, size_t errlen);
 
+/*
+ * Reads the client certificate of gRPC mutual TLS (config/client_cert.c): the private key
+ * named by SW_AGENT_SSL_KEY_PATH and the certificate chain named by
+ * SW_AGENT_SSL_CERT_CHAIN_PATH, both PEM, into malloc'd NUL-terminated *key and *chain. Both
+ * settings empty: returns 0 with both NULL. Returns SW_ECONFIG naming the setting (only one
+ * of the two set, unreadable, no PEM private key / certificate in it), SW_ENOMEM. Never puts
+ * the key's content in a message. Free *key with sw__config_secret_free.
+ */
+int sw__config_client_cert_read(const sw_config_t *cfg, char **key, char **chain, char *errbuf,
+                                size_t errlen);
+
+/*
+ * Writes the settings of cfg that differ from sw_config_init's defaults as "KEY=value"
+ * joined by spaces, in the order of the settings table, whole entries only, into buf (NUL-
+ * terminated); secrets as KEY=(not shown), text escaped and cut. Returns the length. Pure.
+ * The Start event's OPTS parameter.
+ */
+size_t sw__config_describe(const sw_config_t *cfg, char *buf, size_t len);
+
+/* Wipes and frees a NUL-terminated secret read by the agent (NULL is fine). */
+void sw__config_secret_free(char *secret);
+
 /* What a text setting may hold: LIST no control byte but tab (a list blank); NAME (service
    and instance names) no control byte; SECRET printable ASCII only (0x20..0x7e). */
 typedef enum { SW__TEXT_LIST, SW__TEXT_NAME, SW__TEXT_SECRET } sw__text_rule_t;

@@ -134,6 +134,10 @@ static int topics_check(const sw_config_t *cfg, char *errbuf, size_t errlen)
                          cfg->kafka_namespace, errbuf, errlen) != 0) {
         return SW_ECONFIG;
     }
+    if (topic_pair_check("SW_KAFKA_TOPIC_LOGGING", cfg->kafka_topic_logging, "skywalking-logs",
+                         cfg->kafka_namespace, errbuf, errlen) != 0) {
+        return SW_ECONFIG;
+    }
     return topic_pair_check("SW_KAFKA_TOPIC_MANAGEMENT", cfg->kafka_topic_management,
                             "skywalking-managements", cfg->kafka_namespace, errbuf, errlen);
 }
@@ -204,6 +208,12 @@ int sw__config_check(const sw_config_t *cfg, char *errbuf, size_t errlen)
         char *pem = NULL;
         rc = sw__config_ca_read(cfg->grpc_ssl_ca_file, &pem, errbuf, errlen);
         free(pem);
+    }
+    if (rc == 0) {
+        char *key = NULL, *chain = NULL;
+        rc = sw__config_client_cert_read(cfg, &key, &chain, errbuf, errlen);
+        sw__config_secret_free(key);
+        free(chain);
     }
     return rc;
 }

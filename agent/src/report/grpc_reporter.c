@@ -12,6 +12,7 @@
 #include "grpc_reporter_call.h"
 #include "grpc_reporter_channel.h"
 #include "grpc_reporter_commands.h"
+#include "grpc_reporter_logs.h"
 #include "grpc_reporter_management.h"
 
 #define METHOD_COLLECT "/skywalking.v3.TraceSegmentReportService/collect"
@@ -21,6 +22,7 @@ typedef struct grpc_reporter {
     sw__reporter_t base;
     sw__grpc_conn_t *conn; /* consumer thread only (close() after the consumer stopped) */
     sw__grpc_management_t *management;
+    sw__grpc_logs_t *logs;      /* the log sender thread's (grpc_reporter_logs.h) */
     sw__grpc_notices_t notices; /* shared with the management thread; has its own lock */
     uint32_t timeout_ms;
     char token[SW_CONFIG_NAME_MAX]; /* read-only after create */
@@ -40,25 +42,10 @@ static void outcome_count(sw__reporter_t *self, size_t count, bool ok)
 static void grpc_report(sw__reporter_t *self, const sw__report_record_t *records, size_t count)
 {
     grpc_reporter_t *r = (grpc_reporter_t *)self;
-    grpc_channel *ch = sw__grpc_conn_acquire(r->conn);
-    if (ch == NULL) { /* backing off: fail fast, the consumer keeps draining */
-        outcome_count(self, count, false);
-        return;
-    }
-    sw__grpc_result_t res;
-    sw__grpc_call_run(ch, sw__grpc_conn_queue(r->conn), METHOD_COLLECT, records, count, r->token,
-                      r->timeout_ms, NULL, &res);
-    sw__grpc_conn_outcome(r->conn, res.status, res.details);
-    if (res.status == GRPC_STATUS_OK) {
-        if (res.response != NULL) {
-            (void)sw__grpc_notices_commands(&r->notices, res.response, res.response_len, "collect");
-        }
-    } else {
-        (void)sw__grpc_notices_status(&r->notices, res.status, res.details, "collect",
-                                      sw__grpc_conn_target(r->conn), r->token[0] != '\0');
-    }
-    free(res.response);
-    outcome_count(self, count, res.status == GRPC_STATUS_OK);
+    /* While the connection backs off this fails at once, so the consumer keeps draining. */
+    grpc_status_code status = sw__grpc_stream_run(r->conn, &r->notices, METHOD_COLLECT, "collect",
+                                                  records, count, r->token, r->timeout_ms);
+    outcome_count(self, count, status == GRPC_STATUS_OK);
 }
 
 /* One MeterReportService/collect stream per period. Meter thread only. */
@@ -97,8 +84,21 @@ static int grpc_flush(sw__reporter_t *self)
     return 0;
 }
 
+static void grpc_report_logs(sw__reporter_t *self, const sw__report_record_t *records, size_t count,
+                             sw__report_counters_t *outcomes)
+{
+    sw__grpc_logs_send(((grpc_reporter_t *)self)->logs, records, count, outcomes);
+}
+
+static int grpc_report_events(sw__reporter_t *self, const sw__report_record_t *records,
+                              size_t count)
+{
+    return sw__grpc_events_send(((grpc_reporter_t *)self)->logs, records, count);
+}
+
 static void reporter_free(grpc_reporter_t *r)
 {
+    sw__grpc_logs_destroy(r->logs);
     sw__grpc_management_stop(r->management);
     sw__cds_stop(r->cds);
     sw__grpc_conn_destroy(r->conn);
@@ -143,6 +143,9 @@ int sw__grpc_reporter_create(const sw_config_t *cfg, sw__report_counters_t *coun
     if (rc == 0 && cfg->cds_interval_s != 0) {
         rc = sw__cds_start(cfg, &r->notices, &r->cds, errbuf, errlen);
     }
+    if (rc == 0) {
+        rc = sw__grpc_logs_create(cfg, &r->notices, &r->logs, errbuf, errlen);
+    }
     if (rc != 0) {
         reporter_free(r);
         return rc;
@@ -154,6 +157,8 @@ int sw__grpc_reporter_create(const sw_config_t *cfg, sw__report_counters_t *coun
     r->base.close = grpc_close;
     r->base.shutdown_begin = grpc_shutdown_begin;
     r->base.report_meters = grpc_report_meters;
+    r->base.report_logs = grpc_report_logs;
+    r->base.report_events = grpc_report_events;
     *out = &r->base;
     return 0;
 }

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <grpc/grpc_security.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,8 +29,15 @@ struct sw__grpc_conn {
     uint32_t backoff_ms;      /* the next backoff to apply */
     uint64_t retry_at_ms;     /* monotonic; acquire returns NULL before it */
     uint64_t jitter_state;
-    bool down; /* the last outcome was a connection failure (for transition logs) */
+    bool down;        /* the last outcome was a connection failure (for transition logs) */
+    bool tls;         /* SW_AGENT_SSL */
+    bool client_cert; /* mutual TLS: a client certificate is presented */
 };
+
+/* Whether the hint about a missing client certificate was logged in this run (process-wide:
+   every connection of the reporter fails the same way, the user needs to read it once).
+   Relaxed: only the exchange matters. Cleared when the "segments" connection is created. */
+static _Atomic bool client_cert_hint_logged;
 
 static uint64_t now_ms(void)
 {
@@ -88,9 +96,21 @@ static int credentials_create(sw__grpc_conn_t *c, const sw_config_t *cfg, char *
             return rc;
         }
     }
+    /* Mutual TLS: the client certificate (SW_AGENT_SSL_KEY_PATH, SW_AGENT_SSL_CERT_CHAIN_PATH). */
+    char *key = NULL, *chain = NULL;
+    int rc = sw__config_client_cert_read(cfg, &key, &chain, errbuf, errlen);
+    if (rc != 0) {
+        free(roots);
+        return rc;
+    }
+    grpc_ssl_pem_key_cert_pair pair = {.private_key = key, .cert_chain = chain};
+    c->client_cert = key != NULL;
     /* NULL roots: gRPC's default roots (GRPC_DEFAULT_SSL_ROOTS_FILE_PATH or its bundle). */
-    c->creds = grpc_ssl_credentials_create(roots, NULL, NULL, NULL);
-    free(roots); /* copied by gRPC */
+    c->creds = grpc_ssl_credentials_create(roots, key != NULL ? &pair : NULL, NULL, NULL);
+    free(roots); /* copied by gRPC, as are the key and the chain */
+    sw__config_secret_free(key);
+    free(chain);
+    c->tls = true;
     if (c->creds == NULL) {
         sw__errbuf_printf(errbuf, errlen, "SW_AGENT_SSL: gRPC could not create TLS credentials");
         return SW_ECONFIG;
@@ -106,6 +126,9 @@ int sw__grpc_conn_create(const sw_config_t *cfg, const char *role, sw__grpc_conn
         return SW_ENOMEM;
     }
     c->role = role;
+    if (strcmp(role, "segments") == 0) {
+        atomic_store_explicit(&client_cert_hint_logged, false, memory_order_relaxed);
+    }
     c->backoff_ms = SW_GRPC_BACKOFF_INITIAL_MS;
     c->jitter_state = (now_ms() << 1 | 1) ^ (uint64_t)(uintptr_t)c;
     int rc = addresses_parse(c, cfg->backend_services, errbuf, errlen);
@@ -206,6 +229,19 @@ void sw__grpc_conn_outcome(sw__grpc_conn_t *c, grpc_status_code status, const ch
                 c->address_count > 1 ? "the next address" : "it", SW_GRPC_BACKOFF_MAX_MS);
     }
     c->down = true;
+    /* A collector that requires client certificates closes the connection in or right after
+       the handshake ("Socket closed", "handshake failed"); a collector that is down refuses
+       the TCP connection, and a hung one times out: neither is worth the hint. */
+    bool refused_in_tls = status == GRPC_STATUS_UNAVAILABLE &&
+                          (details == NULL || strstr(details, "Connection refused") == NULL);
+    if (c->tls && !c->client_cert && refused_in_tls &&
+        !atomic_exchange_explicit(&client_cert_hint_logged, true, memory_order_relaxed)) {
+        sw__log(SW_LOG_WARN,
+                "gRPC over TLS: collector %s refused or dropped the connection; if it requires "
+                "client certificates (mutual TLS), set SW_AGENT_SSL_KEY_PATH and "
+                "SW_AGENT_SSL_CERT_CHAIN_PATH",
+                failed);
+    }
 }
 
 const char *sw__grpc_conn_target(const sw__grpc_conn_t *c)

@@ -30,6 +30,7 @@ typedef struct kafka_reporter {
     /* Immutable after create: read by the consumer and management threads. */
     char topic_segment[TOPIC_MAX];
     char topic_management[TOPIC_MAX];
+    char topic_logging[TOPIC_MAX];
     char key_register[KEY_MAX]; /* "register-<instance>" */
     char key_ping[KEY_MAX];     /* "<instance>" */
     uint8_t *properties;        /* packed InstanceProperties */
@@ -46,6 +47,7 @@ typedef struct kafka_reporter {
     /* Consumer thread only (report, flush), then close() after the consumer was joined. */
     bool flush_timed_out;
     int last_error_logged;
+    int last_log_error_logged; /* the log sender thread's, for report_logs */
 
     /* The management thread sleeps on `wake`; close() sets `closing` and signals it.
        shutdown_begin() starts `watchdog` (drain_watchdog), which bounds the drain so that
@@ -66,7 +68,8 @@ typedef struct kafka_reporter {
     _Atomic uint64_t meters_failed;
 } kafka_reporter_t;
 
-/* Delivery report of a segment (producer's sender thread, or the thread in kp_close). */
+/* Delivery report of a segment or a log line (producer's sender thread, or the thread in
+   kp_close); opaque: the counters the record counts in. */
 static void segment_delivered(void *opaque, int error, int32_t partition, int64_t offset)
 {
     sw__report_counters_t *counters = opaque;
@@ -136,9 +139,15 @@ static bool error_is_blocking(int rc)
            rc == KP_ECLOSED;
 }
 
-static void kafka_report(sw__reporter_t *self, const sw__report_record_t *records, size_t count)
+/* Sends records to `topic` (key = the record's segment_id field), counting each once in
+   *counters: failed at once when kp_send refuses it, else in segment_delivered. After an error
+   that would make every further kp_send wait again (error_is_blocking) the rest of the batch
+   fails at once. One log line per change of error (*last_error), not per record. The calling
+   thread (consumer or log sender) may block in kp_send up to max.block.ms. */
+static void records_send(kafka_reporter_t *r, const char *topic, const char *what,
+                         const sw__report_record_t *records, size_t count,
+                         sw__report_counters_t *counters, int *last_error)
 {
-    kafka_reporter_t *r = (kafka_reporter_t *)self;
     uint64_t failed = 0;
     bool give_up = false;
     for (size_t i = 0; i < count; i++) {
@@ -147,24 +156,38 @@ static void kafka_report(sw__reporter_t *self, const sw__report_record_t *record
             continue;
         }
         const sw__report_record_t *rec = &records[i];
-        int rc =
-            kp_send(r->producer, r->topic_segment, -1, rec->segment_id, strlen(rec->segment_id),
-                    rec->data, rec->len, NULL, 0, 0, segment_delivered, self->counters);
+        int rc = kp_send(r->producer, topic, -1, rec->segment_id, strlen(rec->segment_id),
+                         rec->data, rec->len, NULL, 0, 0, segment_delivered, counters);
         if (rc == 0) {
-            r->last_error_logged = 0; /* a later failure is worth a line again */
+            *last_error = 0; /* a later failure is worth a line again */
             continue;
         }
         failed++;
-        if (rc != r->last_error_logged) { /* one line per change of error, not per record */
-            sw__log(SW_LOG_WARN, "kafka: cannot send a segment to %s: %s", r->topic_segment,
-                    kp_strerror(rc));
-            r->last_error_logged = rc;
+        if (rc != *last_error) {
+            sw__log(SW_LOG_WARN, "kafka: cannot send %s to %s: %s", what, topic, kp_strerror(rc));
+            *last_error = rc;
         }
         give_up = error_is_blocking(rc);
     }
     if (failed != 0) { /* release: partner of sw_stats' acquire load (see reporter.h). */
-        atomic_fetch_add_explicit(&self->counters->failed, failed, memory_order_release);
+        atomic_fetch_add_explicit(&counters->failed, failed, memory_order_release);
     }
+}
+
+static void kafka_report(sw__reporter_t *self, const sw__report_record_t *records, size_t count)
+{
+    kafka_reporter_t *r = (kafka_reporter_t *)self;
+    records_send(r, r->topic_segment, "a segment", records, count, self->counters,
+                 &r->last_error_logged);
+}
+
+/* Log lines to [<ns>-]skywalking-logs, key = service (log sender thread only). */
+static void kafka_report_logs(sw__reporter_t *self, const sw__report_record_t *records,
+                              size_t count, sw__report_counters_t *outcomes)
+{
+    kafka_reporter_t *r = (kafka_reporter_t *)self;
+    records_send(r, r->topic_logging, "a log line", records, count, outcomes,
+                 &r->last_log_error_logged);
 }
 
 static int kafka_flush(sw__reporter_t *self)
@@ -359,6 +382,8 @@ int sw__kafka_reporter_create(const sw_config_t *cfg, sw__report_counters_t *cou
                cfg->kafka_topic_management, SW_KAFKA_TOPIC_MANAGEMENT_DEFAULT);
     topic_name(r->topic_meter, sizeof r->topic_meter, cfg->kafka_namespace, cfg->kafka_topic_meter,
                SW_KAFKA_TOPIC_METER_DEFAULT);
+    topic_name(r->topic_logging, sizeof r->topic_logging, cfg->kafka_namespace,
+               cfg->kafka_topic_logging, SW_KAFKA_TOPIC_LOGGING_DEFAULT);
     snprintf(r->key_register, sizeof r->key_register, "register-%s", cfg->instance_name);
     snprintf(r->key_ping, sizeof r->key_ping, "%s", cfg->instance_name);
     r->heartbeat_s = cfg->heartbeat_period_s ? cfg->heartbeat_period_s : 30;
@@ -392,6 +417,7 @@ int sw__kafka_reporter_create(const sw_config_t *cfg, sw__report_counters_t *cou
     r->base.shutdown_begin = kafka_shutdown_begin;
     r->base.report_meters = kafka_report_meters;
     r->base.producer_meters = kafka_producer_meters;
+    r->base.report_logs = kafka_report_logs;
     *out = &r->base;
     return 0;
 }

@@ -7,6 +7,9 @@
  *   [<ns>-]skywalking-managements register-<instance>     InstanceProperties
  *   [<ns>-]skywalking-managements <instance>              InstancePingPkg
  *   [<ns>-]skywalking-meters      <instance>              MeterDataCollection (one period)
+ *   [<ns>-]skywalking-logs        service                 LogData (SW_KAFKA_TOPIC_LOGGING)
+ *
+ * No events: the OAP's kafka-fetcher has no events topic (gRPC only).
  *
  * <ns> is SW_KAFKA_NAMESPACE when set; SW_KAFKA_TOPIC_SEGMENT / SW_KAFKA_TOPIC_MANAGEMENT /
  * SW_KAFKA_TOPIC_METER replace the topic names (the namespace still prefixes them).
@@ -37,6 +40,7 @@
 #define SW_KAFKA_TOPIC_SEGMENT_DEFAULT    "skywalking-segments"
 #define SW_KAFKA_TOPIC_MANAGEMENT_DEFAULT "skywalking-managements"
 #define SW_KAFKA_TOPIC_METER_DEFAULT      "skywalking-meters"
+#define SW_KAFKA_TOPIC_LOGGING_DEFAULT    "skywalking-logs"
 
 /* How long flush() waits for outstanding deliveries, and close() after it (ms). */
 #define SW_KAFKA_FLUSH_TIMEOUT_MS 5000

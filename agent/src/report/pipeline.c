@@ -11,6 +11,7 @@
 #include "grpc_reporter.h"
 #include "kafka_reporter.h"
 #include "meter_report.h"
+#include "log_report.h"
 #include "reporter.h"
 
 struct sw__pipeline {
@@ -47,21 +48,21 @@ static int reporter_open(const sw_config_t *cfg, sw__report_counters_t *counters
     return SW_ENOTSUP;
 }
 
-static bool records_reserve(sw__pipeline_t *p, size_t n)
+bool sw__report_records_reserve(sw__report_record_t **records, size_t *cap, size_t n)
 {
-    if (p->records_cap >= n) {
+    if (*cap >= n) {
         return true;
     }
-    size_t cap = p->records_cap ? p->records_cap : 64;
-    while (cap < n) {
-        cap *= 2;
+    size_t grow = *cap ? *cap : 64;
+    while (grow < n) {
+        grow *= 2;
     }
-    sw__report_record_t *grown = realloc(p->records, cap * sizeof *grown);
+    sw__report_record_t *grown = realloc(*records, grow * sizeof *grown);
     if (grown == NULL) {
         return false;
     }
-    p->records = grown;
-    p->records_cap = cap;
+    *records = grown;
+    *cap = grow;
     return true;
 }
 
@@ -91,7 +92,7 @@ static void pipeline_consume(void *ctx, void **items, size_t count)
 {
     sw__pipeline_t *p = ctx;
     p->out.len = 0;
-    bool room = records_reserve(p, count);
+    bool room = sw__report_records_reserve(&p->records, &p->records_cap, count);
     size_t n = 0;
     uint64_t failed = 0;
     sw__segment_t *first = NULL, *last = NULL;
@@ -176,6 +177,12 @@ int sw__pipeline_start(const sw_config_t *cfg, sw__segment_pool_t *pool,
             return rc;
         }
     }
+    /* Application logs and events (log_report.h), when the reporter has a log path. */
+    rc = sw__log_pipeline_start(cfg, p->reporter, errbuf, errlen);
+    if (rc != 0) {
+        sw__pipeline_stop(p);
+        return rc;
+    }
     *out = p;
     return 0;
 }
@@ -205,6 +212,9 @@ void sw__pipeline_drain(sw__pipeline_t *p)
     /* After shutdown_begin, which bounds a meter send in progress; before close(). */
     sw__meter_report_stop(p->meters);
     p->meters = NULL;
+    /* Logs and the Shutdown event, before the reporter closes; after shutdown_begin, so that
+       Kafka's drain watchdog bounds a kp_send of the log sender blocked on a dead broker too. */
+    sw__log_pipeline_stop();
     (void)dc_carrier_shutdown(p->carrier); /* drains through pipeline_consume, then on_exit */
     dc_stats_t st;
     dc_carrier_stats(p->carrier, &st);

@@ -15,6 +15,7 @@
 #define SW_REPORT_REPORTER_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -66,7 +67,21 @@ struct sw__reporter {
     int (*report_meters)(sw__reporter_t *self, const sw__report_record_t *items, size_t count);
     /* Optional (NULL: no producer): fills *out. Any thread; never blocks for long. */
     void (*producer_meters)(sw__reporter_t *self, sw__producer_meters_t *out);
+    /* Optional application logs (log_report.h; NULL: the reporter has no log path and sw_log
+       returns SW_ENOTSUP). Called by the log sender thread only, concurrently with report():
+       records are packed LogData, `segment_id` holds the service (the Kafka key). Counts
+       every record once in *outcomes, as report() does, at the latest when close() returns.
+       Never blocks longer than the reporter's own timeouts. */
+    void (*report_logs)(sw__reporter_t *self, const sw__report_record_t *records, size_t count,
+                        sw__report_counters_t *outcomes);
+    /* Optional events (packed Event), same thread and rules. Returns 0 when the collector
+       accepted them, else a negative SW_E* code (the caller may send them again). */
+    int (*report_events)(sw__reporter_t *self, const sw__report_record_t *records, size_t count);
 };
+
+/* Grows *records (of *cap entries) to hold at least n, doubling from 64 (report/pipeline.c).
+   Returns false when out of memory; the array is then unchanged. One thread per array. */
+bool sw__report_records_reserve(sw__report_record_t **records, size_t *cap, size_t n);
 
 /*
  * The file reporter: appends each record as an unsigned varint length followed by the bytes to

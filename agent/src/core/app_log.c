@@ -1,0 +1,284 @@
+/*
+ * app_log.c - sw_log and sw_log_kv: the program's log lines as SkyWalking LogData, encoded on
+ * the calling thread and queued for the log sender (report/log_report.h). Not the agent's own
+ * diagnostics (log/log.h).
+ *
+ * LogData (logging/Logging.proto) is written with the reverse writer (encode/pb_reverse.h),
+ * fields in descending order: tags (7), traceContext (6), body (5) {text (2) {text (1)}},
+ * endpoint (4), serviceInstance (3), service (2), timestamp (1). layer (8) stays empty: the OAP
+ * then files the service under GENERAL.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../encode/pb_reverse.h"
+#include "../report/log_report.h"
+#include "clock.h"
+#include "context.h"
+
+/* LogData and nested field numbers. */
+enum {
+    LD_TIMESTAMP = 1,
+    LD_SERVICE = 2,
+    LD_INSTANCE = 3,
+    LD_ENDPOINT = 4,
+    LD_BODY = 5,
+    LD_TRACE_CONTEXT = 6,
+    LD_TAGS = 7,
+    BODY_TEXT = 2,
+    TEXT_TEXT = 1,
+    TC_TRACE_ID = 1,
+    TC_SEGMENT_ID = 2,
+    TC_SPAN_ID = 3,
+    TAGS_DATA = 1,
+    KV_KEY = 1,
+    KV_VALUE = 2,
+};
+
+/* Bytes a formatted message is first tried in, on the stack; longer ones are formatted again
+   into a heap buffer of the allowed size. */
+#define FORMAT_STACK 1024
+
+static const char *const severity_names[] = {"ERROR", "WARN", "INFO", "DEBUG", "TRACE"};
+
+const char *sw_log_severity_name(sw_log_severity_t severity)
+{
+    return (unsigned)severity < sizeof severity_names / sizeof severity_names[0]
+               ? severity_names[severity]
+               : "UNKNOWN";
+}
+
+/* The length of the valid UTF-8 sequence at s[0..len), or 0 when it is not one (RFC 3629:
+   no overlong forms, no surrogates, nothing above U+10FFFF). */
+static size_t utf8_sequence(const unsigned char *s, size_t len)
+{
+    unsigned c = s[0];
+    size_t n;
+    unsigned min;
+    if (c < 0x80) {
+        return 1;
+    } else if (c >= 0xc2 && c <= 0xdf) {
+        n = 2, min = 0x80;
+    } else if (c >= 0xe0 && c <= 0xef) {
+        n = 3, min = 0x800;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        n = 4, min = 0x10000;
+    } else {
+        return 0;
+    }
+    if (len < n) {
+        return 0;
+    }
+    unsigned cp = c & (0x7f >> n);
+    for (size_t i = 1; i < n; i++) {
+        if ((s[i] & 0xc0) != 0x80) {
+            return 0;
+        }
+        cp = cp << 6 | (s[i] & 0x3f);
+    }
+    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) {
+        return 0;
+    }
+    return n;
+}
+
+/*
+ * Makes text[0..len) fit `max` bytes and be valid UTF-8 (protobuf strings must be, or the
+ * OAP and other decoders reject the whole message): a longer text is cut at `max`, then back
+ * to the start of a sequence the cut would split; a byte that starts no valid sequence becomes
+ * '?'. Returns the new length; *cut says whether it was shortened.
+ */
+static size_t text_clean(char *text, size_t len, size_t max, bool *cut)
+{
+    unsigned char *s = (unsigned char *)text;
+    if (len > max) {
+        *cut = true;
+        len = max;
+        /* s[len] is the first byte dropped: when it continues a sequence, drop the rest of
+           that sequence too (at most 3 bytes back). */
+        for (size_t back = 0; back < 3 && len > 0 && (s[len] & 0xc0) == 0x80; back++) {
+            len--;
+        }
+    }
+    for (size_t i = 0; i < len;) {
+        size_t n = utf8_sequence(s + i, len - i);
+        if (n == 0) {
+            s[i] = '?';
+            n = 1;
+        }
+        i += n;
+    }
+    return len;
+}
+
+/* A string field of `len` bytes (may be 0: not written). */
+static void pbr_bytes(sw__pbr_t *w, unsigned field, const char *s, size_t len)
+{
+    if (len == 0 || !sw__pbr_room(w, len)) {
+        return;
+    }
+    w->p -= len;
+    memcpy(w->p, s, len);
+    sw__pbr_varint(w, len);
+    sw__pbr_key(w, field, SW__PB_LEN);
+}
+
+static void pbr_tag(sw__pbr_t *w, const char *key, const char *value)
+{
+    uint8_t *kv = sw__pbr_mark(w);
+    sw__pbr_string(w, KV_VALUE, value);
+    sw__pbr_string(w, KV_KEY, key);
+    sw__pbr_close(w, TAGS_DATA, kv);
+}
+
+/* What one call hands to line_build. */
+typedef struct line {
+    sw_log_severity_t severity;
+    const char *logger;
+    const sw_kv_t *tags;
+    size_t n_tags;
+    /* The message: literal text, or a format and its arguments. */
+    const char *text;
+    size_t text_len;
+    const char *fmt;
+    va_list *ap;
+} line_t;
+
+static size_t tags_size(const line_t *l)
+{
+    size_t n = 64 + strlen(l->logger);
+    for (size_t i = 0; i < l->n_tags; i++) {
+        n += 16 + (l->tags[i].key ? strlen(l->tags[i].key) : 0) +
+             (l->tags[i].value ? strlen(l->tags[i].value) : 0);
+    }
+    return n;
+}
+
+/* Formats l->fmt into a buffer of at most max + 1 bytes: the stack one when it fits, else a
+   heap one (*heap, to free). Returns the untruncated length, or -1. */
+static int message_format(const line_t *l, size_t max, char *stack, char **heap, char **out)
+{
+    va_list ap;
+    va_copy(ap, *l->ap);
+    int n = vsnprintf(stack, FORMAT_STACK, l->fmt, ap);
+    va_end(ap);
+    *out = stack;
+    if (n < FORMAT_STACK || max < FORMAT_STACK) {
+        return n;
+    }
+    size_t want = (size_t)n < max ? (size_t)n : max;
+    *heap = malloc(want + 4); /* + the bytes text_clean looks at past the cut, + NUL */
+    if (*heap == NULL) {
+        return n; /* keep the first FORMAT_STACK - 1 bytes */
+    }
+    va_copy(ap, *l->ap);
+    (void)vsnprintf(*heap, want + 4, l->fmt, ap);
+    va_end(ap);
+    *out = *heap;
+    return n;
+}
+
+static sw__log_item_t *line_build(const sw__log_settings_t *s, void *arg, bool *truncated)
+{
+    const line_t *l = arg;
+    char stack[FORMAT_STACK];
+    char *heap = NULL;
+    const char *msg;
+    size_t full, avail; /* the message's whole length; the bytes of it at msg */
+    if (l->fmt != NULL) {
+        char *out;
+        int n = message_format(l, s->max_message_size, stack, &heap, &out);
+        full = n > 0 ? (size_t)n : 0;
+        size_t cap = out == stack ? FORMAT_STACK - 1
+                                  : (full < s->max_message_size ? full : s->max_message_size) + 3;
+        avail = full < cap ? full : cap;
+        msg = out;
+    } else {
+        msg = l->text;
+        full = avail = l->text_len;
+    }
+    /* At most max + 1 bytes are copied: the one past the cut tells text_clean whether the cut
+       splits a UTF-8 sequence. */
+    size_t copy = avail < (size_t)s->max_message_size + 1 ? avail : (size_t)s->max_message_size + 1;
+
+    int rc;
+    sw__context_t *c = &sw__tls_context;
+    const sw__segment_t *seg = sw__context_active_span(c, &rc) != NULL ? c->segment : NULL;
+    size_t bound = 128 + copy + tags_size(l) + strlen(s->service) + strlen(s->instance) +
+                   (seg != NULL ? strlen(seg->trace_id) + strlen(seg->segment_id) +
+                                      strlen(seg->spans[0].operation)
+                                : 0);
+    sw__log_item_t *it = malloc(sizeof *it + bound + copy);
+    if (it == NULL) {
+        free(heap);
+        return NULL;
+    }
+    /* The message is cleaned in the item's scratch tail, after the writer's area. */
+    char *scratch = (char *)(it + 1) + bound;
+    memcpy(scratch, msg, copy);
+    free(heap);
+    bool cut = false;
+    size_t text_len = text_clean(scratch, copy, s->max_message_size, &cut);
+    *truncated = cut || full > copy;
+
+    uint8_t *buf = (uint8_t *)(it + 1);
+    sw__pbr_t w = {.start = buf, .p = buf + bound, .overflow = false};
+    uint8_t *tags = sw__pbr_mark(&w);
+    for (size_t i = l->n_tags; i-- > 0;) {
+        if (l->tags[i].key != NULL && l->tags[i].key[0] != '\0') {
+            pbr_tag(&w, l->tags[i].key, l->tags[i].value);
+        }
+    }
+    pbr_tag(&w, "logger", l->logger);
+    pbr_tag(&w, "level", sw_log_severity_name(l->severity));
+    sw__pbr_close(&w, LD_TAGS, tags);
+    if (seg != NULL) {
+        uint8_t *tc = sw__pbr_mark(&w);
+        sw__pbr_int32(&w, TC_SPAN_ID, c->active);
+        sw__pbr_string(&w, TC_SEGMENT_ID, seg->segment_id);
+        sw__pbr_string(&w, TC_TRACE_ID, seg->trace_id);
+        sw__pbr_close(&w, LD_TRACE_CONTEXT, tc);
+    }
+    uint8_t *body = sw__pbr_mark(&w);
+    uint8_t *text = sw__pbr_mark(&w);
+    pbr_bytes(&w, TEXT_TEXT, scratch, text_len);
+    sw__pbr_close(&w, BODY_TEXT, text);
+    sw__pbr_close(&w, LD_BODY, body);
+    if (seg != NULL) {
+        sw__pbr_string(&w, LD_ENDPOINT, seg->spans[0].operation);
+    }
+    sw__pbr_string(&w, LD_INSTANCE, s->instance);
+    sw__pbr_string(&w, LD_SERVICE, s->service);
+    sw__pbr_int64(&w, LD_TIMESTAMP, sw__now_ms());
+    return sw__log_item_finish(it, &w, buf + bound, SW__LOG_ITEM_LOG);
+}
+
+int sw_log(sw_log_severity_t severity, const char *fmt, ...)
+{
+    if (fmt == NULL) {
+        return SW_EINVAL;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    line_t l = {.severity = severity, .logger = "default", .fmt = fmt, .ap = &ap};
+    int rc = sw__log_pipeline_produce(line_build, &l);
+    va_end(ap);
+    return rc;
+}
+
+int sw_log_kv(sw_log_severity_t severity, const char *logger, const char *message,
+              const sw_kv_t *tags, size_t n)
+{
+    if (message == NULL || (tags == NULL && n > 0)) {
+        return SW_EINVAL;
+    }
+    line_t l = {.severity = severity,
+                .logger = logger != NULL && logger[0] != '\0' ? logger : "default",
+                .tags = tags,
+                .n_tags = n,
+                .text = message,
+                .text_len = strlen(message)};
+    return sw__log_pipeline_produce(line_build, &l);
+}

@@ -12,6 +12,7 @@
 #include "core/context.h"
 #include "log/log.h"
 #include "report/pipeline.h"
+#include "swc_errbuf.h"
 
 /*
  * lifecycle serialises sw_init and sw_shutdown (global: the agent is process-wide). It
@@ -45,8 +46,8 @@ static int ignore_parse(sw__agent_t *a, char *errbuf, size_t errlen)
     size_t n;
     for (const char *item; (item = sw__list_next(&cursor, &n)) != NULL;) {
         if (a->ignore_count == SW__IGNORE_MAX) {
-            sw__errbuf_printf(errbuf, errlen, "SW_AGENT_IGNORE_SUFFIX has more than %d entries",
-                              SW__IGNORE_MAX);
+            swc__errbuf_printf(errbuf, errlen, "SW_AGENT_IGNORE_SUFFIX has more than %d entries",
+                               SW__IGNORE_MAX);
             return SW_ECONFIG;
         }
         a->ignore[a->ignore_count].text = item;
@@ -102,9 +103,9 @@ static int init_locked(const sw_config_t *cfg, char *errbuf, size_t errlen)
                               : sw__segment_pool_default_max(carrier_slots(&a->config));
     if (sw__segment_pool_init(&a->pool, a->config.span_limit_per_segment,
                               a->config.segment_arena_bytes, max_blocks) != 0) {
-        sw__errbuf_printf(errbuf, errlen,
-                          "SW_AGENT_SPAN_LIMIT / SW_AGENT_SEGMENT_ARENA_BYTES / "
-                          "SW_AGENT_MAX_SEGMENTS out of range");
+        swc__errbuf_printf(errbuf, errlen,
+                           "SW_AGENT_SPAN_LIMIT / SW_AGENT_SEGMENT_ARENA_BYTES / "
+                           "SW_AGENT_MAX_SEGMENTS out of range");
         return SW_ECONFIG;
     }
     sw__sampler_init(&a->sampler, a->config.sample_n_per_3_secs);

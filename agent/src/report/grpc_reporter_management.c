@@ -34,9 +34,8 @@ struct sw__grpc_management {
     sw__grpc_cancel_t cancel; /* lets stop() cancel the call in flight */
     pthread_t thread;
     pthread_mutex_t lock;
-    pthread_cond_t wake;                  /* CLOCK_MONOTONIC; signalled by stop() */
-    bool stopping;                        /* protected by lock */
-    sw__grpc_management_stats_t counters; /* protected by lock */
+    pthread_cond_t wake; /* CLOCK_MONOTONIC; signalled by stop() */
+    bool stopping;       /* protected by lock */
 };
 
 /* One management call; returns true on OK. Management thread only. */
@@ -60,17 +59,7 @@ static bool management_call(sw__grpc_management_t *m, const char *method, const 
         }
         free(res.response);
     }
-    bool ok = res.status == GRPC_STATUS_OK;
-    pthread_mutex_lock(&m->lock);
-    if (!ok) {
-        m->counters.calls_failed++;
-    } else if (method[sizeof "/skywalking.v3.ManagementService/" - 1] == 'k') {
-        m->counters.pings_ok++;
-    } else {
-        m->counters.properties_ok++;
-    }
-    pthread_mutex_unlock(&m->lock);
-    return ok;
+    return res.status == GRPC_STATUS_OK;
 }
 
 static void *management_main(void *arg)
@@ -153,13 +142,6 @@ int sw__grpc_management_start(const sw_config_t *cfg, sw__grpc_notices_t *notice
     }
     *out = m;
     return 0;
-}
-
-void sw__grpc_management_stats(sw__grpc_management_t *m, sw__grpc_management_stats_t *st)
-{
-    pthread_mutex_lock(&m->lock);
-    *st = m->counters;
-    pthread_mutex_unlock(&m->lock);
 }
 
 void sw__grpc_management_stop(sw__grpc_management_t *m)

@@ -272,8 +272,3 @@ uint32_t kp__buffer_pool_free_blocks(kp_buffer_pool_t *pool)
     pthread_mutex_unlock(&pool->lock);
     return v;
 }
-
-int32_t kp__buffer_pool_poolable(const kp_buffer_pool_t *pool)
-{
-    return pool->poolable;
-}

@@ -51,7 +51,5 @@ int64_t kp__buffer_pool_unallocated(kp_buffer_pool_t *pool);
 uint32_t kp__buffer_pool_waiters(kp_buffer_pool_t *pool);
 /* Number of blocks on the free list. */
 uint32_t kp__buffer_pool_free_blocks(kp_buffer_pool_t *pool);
-/* The poolable block size. */
-int32_t kp__buffer_pool_poolable(const kp_buffer_pool_t *pool);
 
 #endif /* KP_CORE_BUFFER_POOL_H */

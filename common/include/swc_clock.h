@@ -45,7 +45,8 @@ int swc__cond_init_monotonic(pthread_cond_t *cond);
  * Waits on cond (made by swc__cond_init_monotonic; the caller holds mutex) until it is
  * signalled or deadline_ms has passed; SWC__NO_DEADLINE waits without a limit. Returns 0 after
  * a wake (which may be spurious: the caller re-checks its condition) and ETIMEDOUT once the
- * deadline has passed, including when it had passed before the call.
+ * deadline has passed, including when it had passed before the call. Any other value is the
+ * error pthread_cond_timedwait gives for a misuse (EPERM: mutex not held).
  */
 int swc__cond_wait_until(pthread_cond_t *cond, pthread_mutex_t *mutex, int64_t deadline_ms);
 

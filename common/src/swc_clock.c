@@ -3,8 +3,6 @@
  */
 #include "swc_clock.h"
 
-#include <errno.h>
-
 static int64_t clock_ms(clockid_t id)
 {
     struct timespec ts;
@@ -63,8 +61,5 @@ int swc__cond_wait_until(pthread_cond_t *cond, pthread_mutex_t *mutex, int64_t d
         return pthread_cond_wait(cond, mutex);
     }
     struct timespec ts = swc__timespec_from_ms(deadline_ms);
-    int rc = pthread_cond_timedwait(cond, mutex, &ts);
-    /* Only a timeout is an outcome for the caller; EINTR is not returned by glibc, and the
-       arguments are ours. */
-    return rc == ETIMEDOUT ? ETIMEDOUT : 0;
+    return pthread_cond_timedwait(cond, mutex, &ts);
 }

@@ -13,6 +13,7 @@
 #include "log/log.h"
 #include "report/log_report.h"
 #include "report/pipeline.h"
+#include "swc_errbuf.h"
 
 /*
  * lifecycle serialises sw_init and sw_shutdown (global: the agent is process-wide). It
@@ -75,9 +76,9 @@ static int init_locked(const sw_config_t *cfg, char *errbuf, size_t errlen)
     if (sw__segment_pool_init(&a->pool, a->config.span_limit_per_segment,
                               a->config.segment_arena_bytes, max_blocks) != 0) {
         sw__dyncfg_release();
-        sw__errbuf_printf(errbuf, errlen,
-                          "SW_AGENT_SPAN_LIMIT / SW_AGENT_SEGMENT_ARENA_BYTES / "
-                          "SW_AGENT_MAX_SEGMENTS out of range");
+        swc__errbuf_printf(errbuf, errlen,
+                           "SW_AGENT_SPAN_LIMIT / SW_AGENT_SEGMENT_ARENA_BYTES / "
+                           "SW_AGENT_MAX_SEGMENTS out of range");
         return SW_ECONFIG;
     }
     sw__sampler_init(&a->sampler, a->config.sample_n_per_3_secs);

@@ -4,28 +4,17 @@
  */
 #include "dc_carrier.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "dc_consumer.h"
 #include "dc_ring.h"
+#include "swc_errbuf.h"
 
 /* The largest ring: positions are 63-bit, so any power of two up to this
    is safe; the cap keeps a typo from asking for terabytes. */
 #define DC_BUFFER_SIZE_MAX (UINT32_C(1) << 30)
-
-static void error_set(char *errbuf, size_t errlen, const char *fmt, ...)
-{
-    if (errbuf == NULL || errlen == 0) {
-        return;
-    }
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(errbuf, errlen, fmt, ap);
-    va_end(ap);
-}
 
 /* Rounds up to a power of two, at least 2. The slot protocol (dc_ring.h) would allow one slot;
    two is kept as the documented minimum (buffer_size 1 yields 2 slots, which tests check). */
@@ -44,41 +33,46 @@ static uint64_t arguments_check(const char *name, uint32_t channel_size, uint32_
                                 char *errbuf, size_t errlen)
 {
     if (name == NULL) {
-        error_set(errbuf, errlen, "dc_carrier_create: name must not be NULL");
+        swc__errbuf_printf(errbuf, errlen, "dc_carrier_create: name must not be NULL");
         return 0;
     }
     if (channel_size == 0) {
-        error_set(errbuf, errlen, "dc_carrier_create: channel_size must be at least 1 (got 0)");
+        swc__errbuf_printf(errbuf, errlen,
+                           "dc_carrier_create: channel_size must be at least 1 (got 0)");
         return 0;
     }
     if (buffer_size == 0) {
-        error_set(errbuf, errlen, "dc_carrier_create: buffer_size must be at least 1 (got 0)");
+        swc__errbuf_printf(errbuf, errlen,
+                           "dc_carrier_create: buffer_size must be at least 1 (got 0)");
         return 0;
     }
     if (buffer_size > DC_BUFFER_SIZE_MAX) {
-        error_set(errbuf, errlen, "dc_carrier_create: buffer_size %u exceeds the maximum %u",
-                  buffer_size, DC_BUFFER_SIZE_MAX);
+        swc__errbuf_printf(errbuf, errlen,
+                           "dc_carrier_create: buffer_size %u exceeds the maximum %u", buffer_size,
+                           DC_BUFFER_SIZE_MAX);
         return 0;
     }
     uint64_t capacity = round_up_pow2(buffer_size);
     size_t bytes;
     if (__builtin_mul_overflow((size_t)channel_size, (size_t)capacity, &bytes) ||
         __builtin_mul_overflow(bytes, sizeof(dc__slot_t), &bytes)) {
-        error_set(errbuf, errlen,
-                  "dc_carrier_create: channel_size %u * buffer_size %u overflows the size of "
-                  "memory",
-                  channel_size, buffer_size);
+        swc__errbuf_printf(
+            errbuf, errlen,
+            "dc_carrier_create: channel_size %u * buffer_size %u overflows the size of "
+            "memory",
+            channel_size, buffer_size);
         return 0;
     }
     if (strategy != DC_STRATEGY_BLOCKING && strategy != DC_STRATEGY_IF_POSSIBLE) {
-        error_set(errbuf, errlen,
-                  "dc_carrier_create: strategy %d is unknown (use DC_STRATEGY_BLOCKING or "
-                  "DC_STRATEGY_IF_POSSIBLE)",
-                  (int)strategy);
+        swc__errbuf_printf(errbuf, errlen,
+                           "dc_carrier_create: strategy %d is unknown (use DC_STRATEGY_BLOCKING or "
+                           "DC_STRATEGY_IF_POSSIBLE)",
+                           (int)strategy);
         return 0;
     }
     if (partitioner->partition == NULL) {
-        error_set(errbuf, errlen, "dc_carrier_create: partitioner.partition must not be NULL");
+        swc__errbuf_printf(errbuf, errlen,
+                           "dc_carrier_create: partitioner.partition must not be NULL");
         return 0;
     }
     return capacity;
@@ -108,7 +102,7 @@ int dc_carrier_create(const char *name, uint32_t channel_size, uint32_t buffer_s
                       char *errbuf, size_t errlen)
 {
     if (out == NULL) {
-        error_set(errbuf, errlen, "dc_carrier_create: out must not be NULL");
+        swc__errbuf_printf(errbuf, errlen, "dc_carrier_create: out must not be NULL");
         return DC_EINVAL;
     }
     *out = NULL;
@@ -124,8 +118,9 @@ int dc_carrier_create(const char *name, uint32_t channel_size, uint32_t buffer_s
         c->consumers = aligned_calloc(channel_size, sizeof(dc__consumer_t));
     }
     if (c == NULL || c->rings == NULL || c->slots == NULL || c->consumers == NULL) {
-        error_set(errbuf, errlen, "dc_carrier_create: out of memory for %u channels of %llu slots",
-                  channel_size, (unsigned long long)capacity);
+        swc__errbuf_printf(errbuf, errlen,
+                           "dc_carrier_create: out of memory for %u channels of %llu slots",
+                           channel_size, (unsigned long long)capacity);
         if (c != NULL) {
             carrier_free(c);
         }

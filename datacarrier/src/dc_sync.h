@@ -18,6 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "swc_clock.h"
+
 #define DC__CACHE_LINE 64
 
 /* Tells the CPU this is a spin-wait iteration (cheaper for the sibling hyper-thread). */
@@ -36,8 +38,7 @@ static inline void dc__cpu_relax(void)
  */
 static inline void dc__futex_wait(_Atomic uint32_t *word, uint32_t expected, uint32_t timeout_ms)
 {
-    struct timespec ts = {.tv_sec = timeout_ms / 1000,
-                          .tv_nsec = (long)(timeout_ms % 1000) * 1000000L};
+    struct timespec ts = swc__timespec_from_ms(timeout_ms);
     syscall(SYS_futex, (void *)word, FUTEX_WAIT_PRIVATE, expected, timeout_ms ? &ts : NULL, NULL,
             0);
 }

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "core/accumulator.h"
-#include "core/clock.h"
+#include "swc_clock.h"
 #include "wire/murmur2.h"
 
 static kp_buffer_pool_t *pool;
@@ -33,7 +33,8 @@ static int append(int32_t partition, const char *key, size_t value_len, int32_t 
     static char value[3000];
     bool nb = false;
     return kp__accumulator_append(&acc, &md, 4, partition, 1000, key, key ? strlen(key) : 0, value,
-                                  value_len, NULL, 0, NULL, NULL, kp__now_ms() + 1000, &nb, chosen);
+                                  value_len, NULL, 0, NULL, NULL, swc__monotonic_ms() + 1000, &nb,
+                                  chosen);
 }
 
 struct taken {
@@ -91,13 +92,13 @@ Test(accumulator, appends_share_the_tail_batch_until_full)
 
     struct taken t = {.limit = 16};
     bool unknown = false;
-    kp__accumulator_drain(&acc, kp__now_ms(), take, &t, &unknown);
+    kp__accumulator_drain(&acc, swc__monotonic_ms(), take, &t, &unknown);
     cr_assert_eq(t.n, 1, "only the full batch is ready while lingering");
     cr_assert_eq(t.b[0]->rb.count, 3);
     cr_assert_eq(t.leader[0], 1);
     give_back(&t);
     kp__accumulator_begin_flush(&acc);
-    kp__accumulator_drain(&acc, kp__now_ms(), take, &t, &unknown);
+    kp__accumulator_drain(&acc, swc__monotonic_ms(), take, &t, &unknown);
     kp__accumulator_end_flush(&acc);
     cr_assert_eq(t.n, 1, "flush makes the lingering batch ready");
     give_back(&t);
@@ -115,7 +116,7 @@ Test(accumulator, keyed_records_go_to_murmur2_partition)
     kp__accumulator_begin_flush(&acc);
     struct taken t = {.limit = 16};
     bool unknown = false;
-    kp__accumulator_drain(&acc, kp__now_ms(), take, &t, &unknown);
+    kp__accumulator_drain(&acc, swc__monotonic_ms(), take, &t, &unknown);
     give_back(&t);
     /* Partition 3 has no leader: its batch stays and the drain says so. */
     if (acc.n_batches > 0) {
@@ -152,21 +153,21 @@ Test(accumulator, too_many_blocks_time_out_and_bad_partition_fails)
     bool nb = false;
     static char value[3000];
     cr_assert_eq(kp__accumulator_append(&acc, &md, 4, 0, 1000, NULL, 0, value, sizeof(value), NULL,
-                                        0, NULL, NULL, kp__now_ms(), &nb, &chosen),
+                                        0, NULL, NULL, swc__monotonic_ms(), &nb, &chosen),
                  KP_EBUFFER_TIMEOUT);
     cr_assert_eq(append(9, NULL, 10, &chosen), KP_EUNKNOWN_PARTITION);
     struct taken t = {.limit = 16};
     bool unknown = false;
     /* Drain limits: the callback refuses after 2; the rest stay queued. */
     t.limit = 2;
-    kp__accumulator_drain(&acc, kp__now_ms(), take, &t, &unknown);
+    kp__accumulator_drain(&acc, swc__monotonic_ms(), take, &t, &unknown);
     cr_assert_eq(t.n, 2);
     cr_assert_eq(acc.n_batches, 14);
     give_back(&t);
     kp__accumulator_begin_flush(&acc); /* the last batch of each partition is lingering */
     for (int round = 0; round < 8 && acc.n_batches > 0; round++) {
         t.limit = 16;
-        kp__accumulator_drain(&acc, kp__now_ms(), take, &t, &unknown);
+        kp__accumulator_drain(&acc, swc__monotonic_ms(), take, &t, &unknown);
         give_back(&t);
     }
     kp__accumulator_end_flush(&acc);
@@ -188,7 +189,7 @@ Test(accumulator, partitions_added_to_the_topic_are_used)
     static char value[100];
     bool nb = false;
     cr_assert_eq(kp__accumulator_append(&acc, &md, 6, 5, 1000, NULL, 0, value, sizeof(value), NULL,
-                                        0, NULL, NULL, kp__now_ms() + 1000, &nb, &chosen),
+                                        0, NULL, NULL, swc__monotonic_ms() + 1000, &nb, &chosen),
                  0);
     cr_assert_eq(chosen, 5);
     /* A key that maps to new partition 4 (impossible with 4 partitions) goes there. */
@@ -203,15 +204,15 @@ Test(accumulator, partitions_added_to_the_topic_are_used)
     int32_t want = kp__murmur2_partition(key, (size_t)kl, 6);
     cr_assert_eq(want, 4, "no key maps to new partition 4");
     cr_assert_eq(kp__accumulator_append(&acc, &md, 6, -1, 1000, key, (size_t)kl, value,
-                                        sizeof(value), NULL, 0, NULL, NULL, kp__now_ms() + 1000,
-                                        &nb, &chosen),
+                                        sizeof(value), NULL, 0, NULL, NULL,
+                                        swc__monotonic_ms() + 1000, &nb, &chosen),
                  0);
     cr_assert_eq(chosen, want);
     /* Every batch drains, from the old and the new partitions, with their leaders. */
     kp__accumulator_begin_flush(&acc);
     struct taken t = {.limit = 16};
     bool unknown = false;
-    kp__accumulator_drain(&acc, kp__now_ms(), take, &t, &unknown);
+    kp__accumulator_drain(&acc, swc__monotonic_ms(), take, &t, &unknown);
     kp__accumulator_end_flush(&acc);
     cr_assert_eq(t.n, 3, "drained %d batches", t.n);
     int32_t seen_parts = 0;
@@ -275,8 +276,8 @@ Test(accumulator, a_batch_with_a_backlog_grows_in_pool_blocks_up_to_batch_max_si
     for (int i = 0; i < 14; i++) {
         memset(value, 'a' + i, sizeof value);
         cr_assert_eq(kp__accumulator_append(&acc, &md, 4, 0, 1000 + i, NULL, 0, value, sizeof value,
-                                            NULL, 0, record_done, NULL, kp__now_ms() + 1000, &nb,
-                                            &chosen),
+                                            NULL, 0, record_done, NULL, swc__monotonic_ms() + 1000,
+                                            &nb, &chosen),
                      0);
     }
     kp__partition_t *p = acc.topics[0]->parts[0];
@@ -317,10 +318,10 @@ Test(accumulator, a_batch_with_a_backlog_grows_in_pool_blocks_up_to_batch_max_si
     kp__accumulator_begin_flush(&acc);
     struct taken t = {.limit = 16};
     bool unknown = false;
-    kp__accumulator_drain(&acc, kp__now_ms(), take, &t, &unknown);
+    kp__accumulator_drain(&acc, swc__monotonic_ms(), take, &t, &unknown);
     cr_assert_eq(t.n, 1, "one batch per partition per drain");
-    kp__accumulator_drain(&acc, kp__now_ms(), take, &t, &unknown);
-    kp__accumulator_drain(&acc, kp__now_ms(), take, &t, &unknown);
+    kp__accumulator_drain(&acc, swc__monotonic_ms(), take, &t, &unknown);
+    kp__accumulator_drain(&acc, swc__monotonic_ms(), take, &t, &unknown);
     kp__accumulator_end_flush(&acc);
     cr_assert_eq(t.n, 3);
     for (int i = 0; i < t.n; i++) {

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "swc_errbuf.h"
 #include "../log/log.h"
 #include "config.h"
 #include "file_open.h"
@@ -56,11 +57,11 @@ int sw__config_client_cert_read(const sw_config_t *cfg, char **key, char **chain
         return 0;
     }
     if (has_key != has_chain) {
-        sw__errbuf_printf(errbuf, errlen,
-                          "%s is set but %s is not: mutual TLS needs both the private key and "
-                          "its certificate chain",
-                          has_key ? "SW_AGENT_SSL_KEY_PATH" : "SW_AGENT_SSL_CERT_CHAIN_PATH",
-                          has_key ? "SW_AGENT_SSL_CERT_CHAIN_PATH" : "SW_AGENT_SSL_KEY_PATH");
+        swc__errbuf_printf(errbuf, errlen,
+                           "%s is set but %s is not: mutual TLS needs both the private key and "
+                           "its certificate chain",
+                           has_key ? "SW_AGENT_SSL_KEY_PATH" : "SW_AGENT_SSL_CERT_CHAIN_PATH",
+                           has_key ? "SW_AGENT_SSL_CERT_CHAIN_PATH" : "SW_AGENT_SSL_KEY_PATH");
         return SW_ECONFIG;
     }
     char esc[SW__LOG_ESCAPED_SIZE];
@@ -68,10 +69,10 @@ int sw__config_client_cert_read(const sw_config_t *cfg, char **key, char **chain
     int rc = sw__file_read("SW_AGENT_SSL_KEY_PATH", cfg->grpc_ssl_key_path, CLIENT_FILE_MAX, key,
                            &len, errbuf, errlen);
     if (rc == 0 && !has_private_key(*key)) {
-        sw__errbuf_printf(errbuf, errlen,
-                          "SW_AGENT_SSL_KEY_PATH: '%s' holds no PEM private key (-----BEGIN "
-                          "PRIVATE KEY-----); its content is not shown",
-                          SW__LOG_ESC(esc, cfg->grpc_ssl_key_path));
+        swc__errbuf_printf(errbuf, errlen,
+                           "SW_AGENT_SSL_KEY_PATH: '%s' holds no PEM private key (-----BEGIN "
+                           "PRIVATE KEY-----); its content is not shown",
+                           SW__LOG_ESC(esc, cfg->grpc_ssl_key_path));
         rc = SW_ECONFIG;
     }
     if (rc == 0) {
@@ -79,10 +80,10 @@ int sw__config_client_cert_read(const sw_config_t *cfg, char **key, char **chain
                            CLIENT_FILE_MAX, chain, &len, errbuf, errlen);
     }
     if (rc == 0 && sw__pem_certificates_count(*chain, len) < 1) {
-        sw__errbuf_printf(errbuf, errlen,
-                          "SW_AGENT_SSL_CERT_CHAIN_PATH: '%s' holds no well-formed PEM "
-                          "certificate",
-                          SW__LOG_ESC(esc, cfg->grpc_ssl_cert_chain_path));
+        swc__errbuf_printf(errbuf, errlen,
+                           "SW_AGENT_SSL_CERT_CHAIN_PATH: '%s' holds no well-formed PEM "
+                           "certificate",
+                           SW__LOG_ESC(esc, cfg->grpc_ssl_cert_chain_path));
         rc = SW_ECONFIG;
     }
     if (rc != 0) {

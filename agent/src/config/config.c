@@ -4,7 +4,6 @@
 #include "config.h"
 
 #include <errno.h> /* program_invocation_short_name */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +11,7 @@
 
 #include "../core/ids.h"
 #include "../log/log.h"
+#include "swc_errbuf.h"
 
 /* KIND_TEXT: no control byte but tab (a list blank); KIND_NAME: no control byte at all;
    KIND_SECRET: never printed, printable ASCII only (it is sent as a gRPC header value). */
@@ -85,17 +85,6 @@ size_t sw__config_key_count(void)
 const char *sw__config_key_name(size_t i)
 {
     return i < sw__config_key_count() ? keys[i].name : NULL;
-}
-
-void sw__errbuf_printf(char *errbuf, size_t errlen, const char *fmt, ...)
-{
-    if (errbuf == NULL || errlen == 0) {
-        return;
-    }
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(errbuf, errlen, fmt, ap);
-    va_end(ap);
 }
 
 void sw_config_init(sw_config_t *cfg)
@@ -173,16 +162,16 @@ int sw__config_text_check(const char *key, sw__text_rule_t rule, const char *val
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)value[i];
         if (secret && (c < 0x20 || c > 0x7e)) {
-            sw__errbuf_printf(errbuf, errlen,
-                              "%s holds a byte outside printable ASCII at offset %zu (the value "
-                              "is secret and not shown)",
-                              key, i);
+            swc__errbuf_printf(errbuf, errlen,
+                               "%s holds a byte outside printable ASCII at offset %zu (the value "
+                               "is secret and not shown)",
+                               key, i);
             return SW_ECONFIG;
         }
         if ((c < 0x20 && !(c == '\t' && rule == SW__TEXT_LIST)) || c == 0x7f) {
-            sw__errbuf_printf(errbuf, errlen,
-                              "%s contains a control character (byte 0x%02x at offset %zu)", key, c,
-                              i);
+            swc__errbuf_printf(errbuf, errlen,
+                               "%s contains a control character (byte 0x%02x at offset %zu)", key,
+                               c, i);
             return SW_ECONFIG;
         }
     }
@@ -247,13 +236,13 @@ int sw__config_set_n(sw_config_t *cfg, const char *key, const char *value, size_
                      size_t errlen)
 {
     if (cfg == NULL || key == NULL || (value == NULL && len > 0)) {
-        sw__errbuf_printf(errbuf, errlen, "sw_config_set: NULL argument");
+        swc__errbuf_printf(errbuf, errlen, "sw_config_set: NULL argument");
         return SW_EINVAL;
     }
     const key_desc_t *d = key_find(key);
     if (d == NULL) {
         char esc[80];
-        sw__errbuf_printf(errbuf, errlen, "unknown key '%s'", SW__LOG_ESC(esc, key));
+        swc__errbuf_printf(errbuf, errlen, "unknown key '%s'", SW__LOG_ESC(esc, key));
         return SW_ECONFIG;
     }
     char *field = (char *)cfg + d->offset;
@@ -264,12 +253,12 @@ int sw__config_set_n(sw_config_t *cfg, const char *key, const char *value, size_
     case KIND_NAME:
     case KIND_SECRET:
         if (len >= d->size) {
-            sw__errbuf_printf(errbuf, errlen, "value of %s is longer than %zu bytes", key,
-                              d->size - 1);
+            swc__errbuf_printf(errbuf, errlen, "value of %s is longer than %zu bytes", key,
+                               d->size - 1);
             return SW_ECONFIG;
         }
         if (len > 0 && memchr(value, '\0', len) != NULL) {
-            sw__errbuf_printf(errbuf, errlen, "value of %s contains a NUL byte", key);
+            swc__errbuf_printf(errbuf, errlen, "value of %s contains a NUL byte", key);
             return SW_ECONFIG;
         }
         if (sw__config_text_check(key, text_rule(d->kind), value, len, errbuf, errlen) != 0) {
@@ -283,9 +272,9 @@ int sw__config_set_n(sw_config_t *cfg, const char *key, const char *value, size_
     case KIND_INT32:
     case KIND_UINT32:
         if (!number_parse(value, len, d->min, d->max, &v)) {
-            sw__errbuf_printf(errbuf, errlen, "%s must be an integer in %lld..%lld, got '%s'", key,
-                              (long long)d->min, (long long)d->max,
-                              value_shown(shown, sizeof shown, key, value, len));
+            swc__errbuf_printf(errbuf, errlen, "%s must be an integer in %lld..%lld, got '%s'", key,
+                               (long long)d->min, (long long)d->max,
+                               value_shown(shown, sizeof shown, key, value, len));
             return SW_ECONFIG;
         }
         if (d->kind == KIND_INT32) {
@@ -302,8 +291,8 @@ int sw__config_set_n(sw_config_t *cfg, const char *key, const char *value, size_
         bool no =
             (len == 5 && strncasecmp(value, "false", 5) == 0) || (len == 1 && value[0] == '0');
         if (!yes && !no) {
-            sw__errbuf_printf(errbuf, errlen, "%s must be true or false, got '%s'", key,
-                              value_shown(shown, sizeof shown, key, value, len));
+            swc__errbuf_printf(errbuf, errlen, "%s must be true or false, got '%s'", key,
+                               value_shown(shown, sizeof shown, key, value, len));
             return SW_ECONFIG;
         }
         memcpy(field, &yes, sizeof yes);
@@ -319,16 +308,16 @@ int sw__config_set_n(sw_config_t *cfg, const char *key, const char *value, size_
             field[len] = '\0';
             return 0;
         }
-        sw__errbuf_printf(errbuf, errlen, "%s must be file, kafka or grpc, got '%s'", key,
-                          value_shown(shown, sizeof shown, key, value, len));
+        swc__errbuf_printf(errbuf, errlen, "%s must be file, kafka or grpc, got '%s'", key,
+                           value_shown(shown, sizeof shown, key, value, len));
         return SW_ECONFIG;
     case KIND_PROPAGATION: {
         uint32_t mode;
         if (!propagation_parse(value, len, &mode)) {
-            sw__errbuf_printf(errbuf, errlen,
-                              "%s must be sw8, tracecontext, sw8,tracecontext or "
-                              "tracecontext,sw8, got '%s'",
-                              key, value_shown(shown, sizeof shown, key, value, len));
+            swc__errbuf_printf(errbuf, errlen,
+                               "%s must be sw8, tracecontext, sw8,tracecontext or "
+                               "tracecontext,sw8, got '%s'",
+                               key, value_shown(shown, sizeof shown, key, value, len));
             return SW_ECONFIG;
         }
         memcpy(field, &mode, sizeof mode);
@@ -380,46 +369,46 @@ int sw__config_finalize(sw_config_t *cfg, char *errbuf, size_t errlen)
         snprintf(cfg->reporter, sizeof cfg->reporter, "%s", r);
     }
     if (strcmp(cfg->reporter, "file") == 0 && cfg->file_path[0] == '\0') {
-        sw__errbuf_printf(errbuf, errlen, "SW_REPORTER_FILE_PATH is empty");
+        swc__errbuf_printf(errbuf, errlen, "SW_REPORTER_FILE_PATH is empty");
         return SW_ECONFIG;
     }
     if (cfg->span_limit_per_segment < 1 || cfg->span_limit_per_segment > 10000) {
-        sw__errbuf_printf(errbuf, errlen, "SW_AGENT_SPAN_LIMIT must be in 1..10000, got %u",
-                          cfg->span_limit_per_segment);
+        swc__errbuf_printf(errbuf, errlen, "SW_AGENT_SPAN_LIMIT must be in 1..10000, got %u",
+                           cfg->span_limit_per_segment);
         return SW_ECONFIG;
     }
     if (cfg->segment_arena_bytes < 1024 || cfg->segment_arena_bytes > (1u << 24)) {
-        sw__errbuf_printf(errbuf, errlen,
-                          "SW_AGENT_SEGMENT_ARENA_BYTES must be in 1024..16777216, got %u",
-                          cfg->segment_arena_bytes);
+        swc__errbuf_printf(errbuf, errlen,
+                           "SW_AGENT_SEGMENT_ARENA_BYTES must be in 1024..16777216, got %u",
+                           cfg->segment_arena_bytes);
         return SW_ECONFIG;
     }
     if (cfg->buffer_channel_size < 1 || cfg->buffer_channel_size > 1024 ||
         cfg->buffer_buffer_size < 1 || cfg->buffer_buffer_size > (1u << 20)) {
-        sw__errbuf_printf(errbuf, errlen,
-                          "SW_BUFFER_CHANNEL_SIZE must be in 1..1024 and SW_BUFFER_BUFFER_SIZE "
-                          "in 1..1048576 (got %u and %u)",
-                          cfg->buffer_channel_size, cfg->buffer_buffer_size);
+        swc__errbuf_printf(errbuf, errlen,
+                           "SW_BUFFER_CHANNEL_SIZE must be in 1..1024 and SW_BUFFER_BUFFER_SIZE "
+                           "in 1..1048576 (got %u and %u)",
+                           cfg->buffer_channel_size, cfg->buffer_buffer_size);
         return SW_ECONFIG;
     }
     if (cfg->propagation > SW_PROPAGATION_TRACECONTEXT_SW8) {
-        sw__errbuf_printf(errbuf, errlen,
-                          "SW_AGENT_PROPAGATION must be one of sw_propagation_t (0..3), got %u",
-                          cfg->propagation);
+        swc__errbuf_printf(errbuf, errlen,
+                           "SW_AGENT_PROPAGATION must be one of sw_propagation_t (0..3), got %u",
+                           cfg->propagation);
         return SW_ECONFIG;
     }
     if (cfg->max_segments > (1u << 24)) {
-        sw__errbuf_printf(errbuf, errlen,
-                          "SW_AGENT_MAX_SEGMENTS must be in 0..16777216 (0: derived), got %u",
-                          cfg->max_segments);
+        swc__errbuf_printf(errbuf, errlen,
+                           "SW_AGENT_MAX_SEGMENTS must be in 0..16777216 (0: derived), got %u",
+                           cfg->max_segments);
         return SW_ECONFIG;
     }
     if (cfg->log_max_message_size < 16 || cfg->log_max_message_size > (1u << 20) ||
         cfg->log_queue_size < 1 || cfg->log_queue_size > (1u << 20)) {
-        sw__errbuf_printf(errbuf, errlen,
-                          "SW_LOG_MAX_MESSAGE_SIZE must be in 16..1048576 and SW_LOG_QUEUE_SIZE "
-                          "in 1..1048576 (got %u and %u)",
-                          cfg->log_max_message_size, cfg->log_queue_size);
+        swc__errbuf_printf(errbuf, errlen,
+                           "SW_LOG_MAX_MESSAGE_SIZE must be in 16..1048576 and SW_LOG_QUEUE_SIZE "
+                           "in 1..1048576 (got %u and %u)",
+                           cfg->log_max_message_size, cfg->log_queue_size);
         return SW_ECONFIG;
     }
     return sw__config_check(cfg, errbuf, errlen);

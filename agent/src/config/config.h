@@ -97,8 +97,4 @@ bool sw__config_name_is_secret(const char *name);
    file capabilities): then the agent reads no environment and no file the environment names. */
 bool sw__config_secure(void);
 
-/* Messages into errbuf (NULL-safe, always NUL-terminated). */
-void sw__errbuf_printf(char *errbuf, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
 #endif /* SW_CONFIG_CONFIG_H */

@@ -14,6 +14,7 @@
 #include "list.h"
 #include "pem.h"
 #include "producer_config.h"
+#include "swc_errbuf.h"
 
 /* Kafka's limit on a topic name (org.apache.kafka.common.internals.Topic). */
 #define TOPIC_NAME_MAX 249
@@ -66,15 +67,15 @@ int sw__address_list_check(const char *key, const char *list, char *errbuf, size
     for (const char *p; (p = sw__list_item_next(&cursor, &len)) != NULL;) {
         if (!address_valid(p, len)) {
             char esc[SW__LOG_ESCAPED_SIZE];
-            sw__errbuf_printf(errbuf, errlen,
-                              "%s: '%s' is not host:port (expected host:port[,host:port...])", key,
-                              sw__log_escape(esc, sizeof esc, p, len));
+            swc__errbuf_printf(errbuf, errlen,
+                               "%s: '%s' is not host:port (expected host:port[,host:port...])", key,
+                               sw__log_escape(esc, sizeof esc, p, len));
             return SW_ECONFIG;
         }
         count++;
     }
     if (count == 0) {
-        sw__errbuf_printf(errbuf, errlen, "%s: no address", key);
+        swc__errbuf_printf(errbuf, errlen, "%s: no address", key);
         return SW_ECONFIG;
     }
     return 0;
@@ -95,10 +96,10 @@ static int topic_check(const char *key, const char *name, char *errbuf, size_t e
         return 0;
     }
     char esc[SW__LOG_ESCAPED_SIZE];
-    sw__errbuf_printf(errbuf, errlen,
-                      "%s: '%s' is not a valid Kafka topic name (1..249 characters of "
-                      "[a-zA-Z0-9._-], not '.' or '..')",
-                      key, SW__LOG_ESC(esc, name));
+    swc__errbuf_printf(errbuf, errlen,
+                       "%s: '%s' is not a valid Kafka topic name (1..249 characters of "
+                       "[a-zA-Z0-9._-], not '.' or '..')",
+                       key, SW__LOG_ESC(esc, name));
     return SW_ECONFIG;
 }
 
@@ -111,10 +112,10 @@ static int topic_pair_check(const char *key, const char *topic, const char *fall
         return SW_ECONFIG;
     }
     if (ns[0] != '\0' && strlen(ns) + 1 + strlen(t) > TOPIC_NAME_MAX) {
-        sw__errbuf_printf(errbuf, errlen,
-                          "SW_KAFKA_NAMESPACE + %s: '<namespace>-<topic>' is longer than %d "
-                          "characters",
-                          key, TOPIC_NAME_MAX);
+        swc__errbuf_printf(errbuf, errlen,
+                           "SW_KAFKA_NAMESPACE + %s: '<namespace>-<topic>' is longer than %d "
+                           "characters",
+                           key, TOPIC_NAME_MAX);
         return SW_ECONFIG;
     }
     return 0;
@@ -154,14 +155,14 @@ static int producer_check(const sw_config_t *cfg, char *errbuf, size_t errlen)
     char msg[512];
     int rc = 0;
     if (kp_conf_set(conf, "bootstrap.servers", servers, msg, sizeof msg) != 0) {
-        sw__errbuf_printf(errbuf, errlen, "SW_KAFKA_BOOTSTRAP_SERVERS is too long");
+        swc__errbuf_printf(errbuf, errlen, "SW_KAFKA_BOOTSTRAP_SERVERS is too long");
         rc = SW_ECONFIG;
     }
     if (rc == 0) {
         rc = sw__producer_config_apply(conf, cfg->kafka_producer_config, errbuf, errlen);
     }
     if (rc == 0 && kp_conf_validate(conf, msg, sizeof msg) != 0) {
-        sw__errbuf_printf(errbuf, errlen, "SW_KAFKA_PRODUCER_CONFIG: %s", msg);
+        swc__errbuf_printf(errbuf, errlen, "SW_KAFKA_PRODUCER_CONFIG: %s", msg);
         rc = SW_ECONFIG;
     }
     kp_conf_destroy(conf);
@@ -180,9 +181,9 @@ int sw__config_ca_read(const char *path, char **pem, char *errbuf, size_t errlen
         return 0;
     }
     char esc[SW__LOG_ESCAPED_SIZE];
-    sw__errbuf_printf(errbuf, errlen, "SW_AGENT_SSL_CA_FILE: '%s' %s", SW__LOG_ESC(esc, path),
-                      count == 0 ? "holds no PEM certificate (-----BEGIN CERTIFICATE-----)"
-                                 : "holds a malformed PEM certificate");
+    swc__errbuf_printf(errbuf, errlen, "SW_AGENT_SSL_CA_FILE: '%s' %s", SW__LOG_ESC(esc, path),
+                       count == 0 ? "holds no PEM certificate (-----BEGIN CERTIFICATE-----)"
+                                  : "holds a malformed PEM certificate");
     free(*pem);
     *pem = NULL;
     return SW_ECONFIG;

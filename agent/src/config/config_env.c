@@ -10,6 +10,7 @@
 #include "../log/log.h"
 #include "config.h"
 #include "file_open.h"
+#include "swc_errbuf.h"
 
 #define LINE_KEY_MAX    128
 #define CONFIG_FILE_MAX (1u << 20)
@@ -42,9 +43,9 @@ static int line_apply(sw_config_t *cfg, const char *line, size_t n, const char *
     const char *eq = memchr(line, '=', n);
     if (eq == NULL) {
         /* The line is not shown: it may be a secret, or a line of a file that is not ours. */
-        sw__errbuf_printf(errbuf, errlen,
-                          "%s:%u: expected KEY=value (the line, %zu bytes, is not shown)", origin,
-                          lineno, n);
+        swc__errbuf_printf(errbuf, errlen,
+                           "%s:%u: expected KEY=value (the line, %zu bytes, is not shown)", origin,
+                           lineno, n);
         return SW_ECONFIG;
     }
     const char *key = line;
@@ -55,8 +56,8 @@ static int line_apply(sw_config_t *cfg, const char *line, size_t n, const char *
     trim(&value, &vn);
     if (kn == 0 || kn >= LINE_KEY_MAX || memchr(key, '\0', kn) != NULL) {
         char esc[80];
-        sw__errbuf_printf(errbuf, errlen, "%s:%u: bad key '%s'", origin, lineno,
-                          sw__log_escape(esc, sizeof esc, key, kn));
+        swc__errbuf_printf(errbuf, errlen, "%s:%u: bad key '%s'", origin, lineno,
+                           sw__log_escape(esc, sizeof esc, key, kn));
         return SW_ECONFIG;
     }
     char keybuf[LINE_KEY_MAX];
@@ -65,7 +66,7 @@ static int line_apply(sw_config_t *cfg, const char *line, size_t n, const char *
     char msg[512];
     int rc = sw__config_set_n(cfg, keybuf, value, vn, msg, sizeof msg);
     if (rc != 0) {
-        sw__errbuf_printf(errbuf, errlen, "%s:%u: %s", origin, lineno, msg);
+        swc__errbuf_printf(errbuf, errlen, "%s:%u: %s", origin, lineno, msg);
     }
     return rc;
 }
@@ -100,14 +101,14 @@ bool sw__config_secure(void)
 int sw_config_load(sw_config_t *cfg, char *errbuf, size_t errlen)
 {
     if (cfg == NULL) {
-        sw__errbuf_printf(errbuf, errlen, "sw_config_load: NULL cfg");
+        swc__errbuf_printf(errbuf, errlen, "sw_config_load: NULL cfg");
         return SW_EINVAL;
     }
     if (sw__config_secure()) {
-        sw__errbuf_printf(errbuf, errlen,
-                          "the process runs with elevated privileges (AT_SECURE: setuid, setgid "
-                          "or file capabilities): the environment and SW_AGENT_CONFIG are not "
-                          "read; the program must pass its configuration to sw_init");
+        swc__errbuf_printf(errbuf, errlen,
+                           "the process runs with elevated privileges (AT_SECURE: setuid, setgid "
+                           "or file capabilities): the environment and SW_AGENT_CONFIG are not "
+                           "read; the program must pass its configuration to sw_init");
         return SW_ECONFIG;
     }
     const char *path = secure_getenv("SW_AGENT_CONFIG");
@@ -135,7 +136,7 @@ int sw_config_load(sw_config_t *cfg, char *errbuf, size_t errlen)
         char msg[512];
         int rc = sw_config_set(cfg, name, value, msg, sizeof msg);
         if (rc != 0) {
-            sw__errbuf_printf(errbuf, errlen, "environment: %s", msg);
+            swc__errbuf_printf(errbuf, errlen, "environment: %s", msg);
             return rc;
         }
     }

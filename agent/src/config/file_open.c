@@ -13,6 +13,7 @@
 
 #include "../log/log.h"
 #include "config.h"
+#include "swc_errbuf.h"
 
 /* The kind of file st is, when the agent refuses it; NULL when it is accepted. */
 static const char *kind_refused(const struct stat *st)
@@ -43,24 +44,24 @@ int sw__file_open(const char *key, const char *path, int flags, mode_t mode, cha
     if (fd < 0) {
         int e = errno;
         /* ENXIO: a FIFO opened for writing that nobody reads; EISDIR: a directory. */
-        sw__errbuf_printf(errbuf, errlen, "%s: cannot open '%s': %s", key, SW__LOG_ESC(esc, path),
-                          e == ENXIO ? "a FIFO or device without a reader" : strerror(e));
+        swc__errbuf_printf(errbuf, errlen, "%s: cannot open '%s': %s", key, SW__LOG_ESC(esc, path),
+                           e == ENXIO ? "a FIFO or device without a reader" : strerror(e));
         return e == ENXIO || e == EISDIR ? SW_ECONFIG : SW_EIO;
     }
     struct stat st;
     if (fstat(fd, &st) != 0) {
         int e = errno;
         close(fd);
-        sw__errbuf_printf(errbuf, errlen, "%s: cannot stat '%s': %s", key, SW__LOG_ESC(esc, path),
-                          strerror(e));
+        swc__errbuf_printf(errbuf, errlen, "%s: cannot stat '%s': %s", key, SW__LOG_ESC(esc, path),
+                           strerror(e));
         return SW_EIO;
     }
     const char *refused = kind_refused(&st);
     if (refused != NULL) {
         close(fd);
-        sw__errbuf_printf(errbuf, errlen,
-                          "%s: '%s' is %s; it must name a regular file (or /dev/null)", key,
-                          SW__LOG_ESC(esc, path), refused);
+        swc__errbuf_printf(errbuf, errlen,
+                           "%s: '%s' is %s; it must name a regular file (or /dev/null)", key,
+                           SW__LOG_ESC(esc, path), refused);
         return SW_ECONFIG;
     }
     return fd;
@@ -97,11 +98,11 @@ int sw__file_read(const char *key, const char *path, size_t max, char **out, siz
     if (err != 0 || n > max) {
         char esc[SW__LOG_ESCAPED_SIZE];
         if (err != 0) {
-            sw__errbuf_printf(errbuf, errlen, "%s: cannot read '%s': %s", key,
-                              SW__LOG_ESC(esc, path), strerror(err));
+            swc__errbuf_printf(errbuf, errlen, "%s: cannot read '%s': %s", key,
+                               SW__LOG_ESC(esc, path), strerror(err));
         } else {
-            sw__errbuf_printf(errbuf, errlen, "%s: '%s' is larger than %zu bytes", key,
-                              SW__LOG_ESC(esc, path), max);
+            swc__errbuf_printf(errbuf, errlen, "%s: '%s' is larger than %zu bytes", key,
+                               SW__LOG_ESC(esc, path), max);
         }
         free(buf);
         return SW_ECONFIG;

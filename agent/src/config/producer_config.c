@@ -10,6 +10,7 @@
 #include "../log/log.h"
 #include "config.h"
 #include "list.h"
+#include "swc_errbuf.h"
 
 #define PROPERTY_NAME_MAX 128
 
@@ -46,10 +47,10 @@ static int property_apply(kp_conf_t *conf, const char *name, const char *value, 
         return 0;
     }
     if (sw__config_name_is_secret(name)) { /* kp's message may quote the value */
-        sw__errbuf_printf(errbuf, errlen, "%s: unknown property or bad value (value not shown)",
-                          key);
+        swc__errbuf_printf(errbuf, errlen, "%s: unknown property or bad value (value not shown)",
+                           key);
     } else {
-        sw__errbuf_printf(errbuf, errlen, "SW_KAFKA_PRODUCER_CONFIG: %s", msg);
+        swc__errbuf_printf(errbuf, errlen, "SW_KAFKA_PRODUCER_CONFIG: %s", msg);
     }
     return SW_ECONFIG;
 }
@@ -71,14 +72,14 @@ int sw__producer_config_apply(kp_conf_t *conf, const char *text, char *errbuf, s
                 if (looks_like_property(piece, n)) {
                     snprintf(shown, sizeof shown, " '%.*s'", (int)n, piece);
                 }
-                sw__errbuf_printf(errbuf, errlen,
-                                  "SW_KAFKA_PRODUCER_CONFIG: item %u%s is not name=value%s",
-                                  position, shown, shown[0] ? "" : " (not shown)");
+                swc__errbuf_printf(errbuf, errlen,
+                                   "SW_KAFKA_PRODUCER_CONFIG: item %u%s is not name=value%s",
+                                   position, shown, shown[0] ? "" : " (not shown)");
                 return SW_ECONFIG;
             }
             if (vlen + 1 + n >= sizeof value) {
-                sw__errbuf_printf(errbuf, errlen, "SW_KAFKA_PRODUCER_CONFIG: %s: value is too long",
-                                  name);
+                swc__errbuf_printf(errbuf, errlen,
+                                   "SW_KAFKA_PRODUCER_CONFIG: %s: value is too long", name);
                 return SW_ECONFIG;
             }
             value[vlen++] = ',';
@@ -96,16 +97,16 @@ int sw__producer_config_apply(kp_conf_t *conf, const char *text, char *errbuf, s
         sw__text_trim(&val, &vn);
         if (kn == 0 || kn >= sizeof name || memchr(key, '\0', kn) != NULL) {
             char esc[80];
-            sw__errbuf_printf(errbuf, errlen,
-                              "SW_KAFKA_PRODUCER_CONFIG: item %u: bad property name '%s'", position,
-                              sw__log_escape(esc, sizeof esc, key, kn));
+            swc__errbuf_printf(errbuf, errlen,
+                               "SW_KAFKA_PRODUCER_CONFIG: item %u: bad property name '%s'",
+                               position, sw__log_escape(esc, sizeof esc, key, kn));
             return SW_ECONFIG;
         }
         memcpy(name, key, kn);
         name[kn] = '\0';
         if (vn >= sizeof value) {
-            sw__errbuf_printf(errbuf, errlen, "SW_KAFKA_PRODUCER_CONFIG: %s: value is too long",
-                              name);
+            swc__errbuf_printf(errbuf, errlen, "SW_KAFKA_PRODUCER_CONFIG: %s: value is too long",
+                               name);
             return SW_ECONFIG;
         }
         memcpy(value, val, vn);

@@ -151,6 +151,13 @@ void sw__context_unrecorded_end(sw__context_t *c);
 /* The recorded active span if the thread has one in the current run, else NULL; *rc says why. */
 sw__span_t *sw__context_active_span(sw__context_t *c, int *rc);
 
+/* The calling thread's context when it has a recorded active span in the current run (its
+   segment is c->segment, the span c->active), else NULL; *rc says why, as above. */
+static inline sw__context_t *sw__context_recording(int *rc)
+{
+    return sw__context_active_span(&sw__tls_context, rc) != NULL ? &sw__tls_context : NULL;
+}
+
 /* Registry: sums every thread's counters of the current run plus the retired ones. */
 void sw__registry_sum(sw_stats_t *out);
 

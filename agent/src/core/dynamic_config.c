@@ -2,6 +2,7 @@
  * dynamic_config.c - sampling, ignore list and span limit that change while the agent runs.
  * See dynamic_config.h for how each one is published.
  */
+#include "swc_errbuf.h"
 #include "dynamic_config.h"
 
 #include <errno.h>
@@ -47,8 +48,8 @@ static int table_build(const char *key, const char *list, ignore_table_t **out, 
     *out = NULL;
     size_t len = strlen(list);
     if (len >= SW_CONFIG_TEXT_MAX) {
-        sw__errbuf_printf(errbuf, errlen, "%s is longer than %d bytes", key,
-                          SW_CONFIG_TEXT_MAX - 1);
+        swc__errbuf_printf(errbuf, errlen, "%s is longer than %d bytes", key,
+                           SW_CONFIG_TEXT_MAX - 1);
         return SW_ECONFIG;
     }
     if (sw__config_text_check(key, SW__TEXT_LIST, list, len, errbuf, errlen) != 0) {
@@ -63,7 +64,7 @@ static int table_build(const char *key, const char *list, ignore_table_t **out, 
     size_t n;
     for (const char *item; (item = sw__list_next(&cursor, &n)) != NULL;) {
         if (t->count == SW__IGNORE_MAX) {
-            sw__errbuf_printf(errbuf, errlen, "%s has more than %d entries", key, SW__IGNORE_MAX);
+            swc__errbuf_printf(errbuf, errlen, "%s has more than %d entries", key, SW__IGNORE_MAX);
             free(t);
             return SW_ECONFIG;
         }
@@ -165,8 +166,8 @@ int sw__dyncfg_set_sample(const char *value, char *errbuf, size_t errlen)
 {
     long long v = startup_sample;
     if (value != NULL && !integer_parse(value, INT32_MIN, INT32_MAX, &v)) {
-        sw__errbuf_printf(errbuf, errlen,
-                          "agent.sample_n_per_3_secs must be an integer (<= 0: sample all)");
+        swc__errbuf_printf(errbuf, errlen,
+                           "agent.sample_n_per_3_secs must be an integer (<= 0: sample all)");
         return SW_ECONFIG;
     }
     sw__sampler_set(&sw__agent.sampler, (int32_t)v);
@@ -177,15 +178,15 @@ int sw__dyncfg_set_span_limit(const char *value, char *errbuf, size_t errlen)
 {
     long long v = startup_span_limit;
     if (value != NULL && !integer_parse(value, 1, 10000, &v)) {
-        sw__errbuf_printf(errbuf, errlen, "agent.span_limit_per_segment must be 1..10000");
+        swc__errbuf_printf(errbuf, errlen, "agent.span_limit_per_segment must be 1..10000");
         return SW_ECONFIG;
     }
     if (v > (long long)span_capacity_run) {
         /* Segment blocks hold SW_AGENT_SPAN_LIMIT spans: a higher limit would need new blocks. */
-        sw__errbuf_printf(errbuf, errlen,
-                          "agent.span_limit_per_segment %lld is above SW_AGENT_SPAN_LIMIT (%u), "
-                          "which sizes the segment blocks; raise that setting to allow it",
-                          v, span_capacity_run);
+        swc__errbuf_printf(errbuf, errlen,
+                           "agent.span_limit_per_segment %lld is above SW_AGENT_SPAN_LIMIT (%u), "
+                           "which sizes the segment blocks; raise that setting to allow it",
+                           v, span_capacity_run);
         return SW_ECONFIG;
     }
     atomic_store_explicit(&span_limit, (uint32_t)v, memory_order_relaxed);
@@ -200,10 +201,10 @@ int sw__dyncfg_set_ignore_suffix(const char *value, char *errbuf, size_t errlen)
         return 0; /* unchanged */
     }
     if (retired_count == SW__IGNORE_TABLES_MAX) {
-        sw__errbuf_printf(errbuf, errlen,
-                          "agent.ignore_suffix changed %d times in this run; further changes are "
-                          "refused (each replaced list is kept until sw_shutdown)",
-                          SW__IGNORE_TABLES_MAX);
+        swc__errbuf_printf(errbuf, errlen,
+                           "agent.ignore_suffix changed %d times in this run; further changes are "
+                           "refused (each replaced list is kept until sw_shutdown)",
+                           SW__IGNORE_TABLES_MAX);
         return SW_ELIMIT;
     }
     ignore_table_t *t;

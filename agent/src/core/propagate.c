@@ -144,8 +144,8 @@ int sw_inject_w3c(char *traceparent, size_t traceparent_len, char *tracestate,
 int sw_correlation_set(const char *key, const char *value)
 {
     int rc;
-    sw__context_t *c = &sw__tls_context;
-    if (sw__context_active_span(c, &rc) == NULL) {
+    sw__context_t *c = sw__context_recording(&rc);
+    if (c == NULL) {
         return rc;
     }
     return sw__correlation_put(&c->segment->correlation, key, value);
@@ -157,8 +157,8 @@ int sw_correlation_get(const char *key, char *buf, size_t len)
         return SW_EINVAL;
     }
     int rc;
-    sw__context_t *c = &sw__tls_context;
-    if (sw__context_active_span(c, &rc) == NULL) {
+    sw__context_t *c = sw__context_recording(&rc);
+    if (c == NULL) {
         return rc;
     }
     const sw_correlation_t *corr = &c->segment->correlation;
@@ -197,8 +197,8 @@ int sw_capture(sw_snapshot_t *snap)
     snap->trace_id[0] = snap->segment_id[0] = snap->endpoint[0] = '\0';
     snap->correlation.count = 0;
     int rc;
-    sw__context_t *c = &sw__tls_context;
-    if (sw__context_active_span(c, &rc) == NULL) {
+    sw__context_t *c = sw__context_recording(&rc);
+    if (c == NULL) {
         return rc;
     }
     const sw__segment_t *seg = c->segment;
@@ -226,8 +226,8 @@ int sw_continue(const sw_snapshot_t *snap)
         return SW_EINVAL;
     }
     int rc;
-    sw__context_t *c = &sw__tls_context;
-    if (sw__context_active_span(c, &rc) == NULL) {
+    sw__context_t *c = sw__context_recording(&rc);
+    if (c == NULL) {
         return rc;
     }
     sw__segment_t *seg = c->segment;

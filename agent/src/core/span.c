@@ -296,28 +296,42 @@ int sw_span_set_error(bool is_error)
     return rc;
 }
 
+/* Appends an attribute record of the active span (segment c->segment, span c->active);
+   NULL when the arena is full (dropped and counted). */
+static sw__attr_t *attr_add(sw__context_t *c, enum sw__attr_kind kind, int64_t time_ms)
+{
+    sw__attr_t *a = sw__segment_attr_add(c->segment);
+    if (a != NULL) {
+        *a =
+            (sw__attr_t){.kind = (uint8_t)kind, .span_id = (uint16_t)c->active, .time_ms = time_ms};
+    }
+    return a;
+}
+
+/* A key/value record (a tag, or a field of the log before it) with copies of key and value
+   in the arena (NULL counts as ""); NULL when the arena is full. */
+static sw__attr_t *attr_add_pair(sw__context_t *c, enum sw__attr_kind kind, const char *key,
+                                 const char *value)
+{
+    sw__attr_t *a = attr_add(c, kind, 0);
+    if (a != NULL) {
+        a->key = sw__segment_strdup(c->segment, key);
+        a->value = sw__segment_strdup(c->segment, value);
+    }
+    return a;
+}
+
 int sw_span_tag(const char *key, const char *value)
 {
     if (key == NULL) {
         return SW_EINVAL;
     }
     int rc;
-    sw__context_t *c = &sw__tls_context;
-    if (sw__context_active_span(c, &rc) == NULL) {
-        return rc;
+    sw__context_t *c = sw__context_recording(&rc);
+    if (c != NULL) {
+        (void)attr_add_pair(c, SW__ATTR_TAG, key, value); /* arena full: dropped and counted */
     }
-    sw__segment_t *seg = c->segment;
-    sw__attr_t *a = sw__segment_attr_add(seg);
-    if (a == NULL) {
-        return 0; /* arena full: dropped and counted */
-    }
-    a->kind = SW__ATTR_TAG;
-    a->span_id = (uint16_t)c->active;
-    a->time_ms = 0;
-    a->kv_count = 0;
-    a->key = sw__segment_strdup(seg, key);
-    a->value = sw__segment_strdup(seg, value);
-    return 0;
+    return rc;
 }
 
 int sw_span_log(const sw_kv_t *kvs, size_t n)
@@ -326,36 +340,23 @@ int sw_span_log(const sw_kv_t *kvs, size_t n)
         return SW_EINVAL;
     }
     int rc;
-    sw__context_t *c = &sw__tls_context;
-    if (sw__context_active_span(c, &rc) == NULL) {
+    sw__context_t *c = sw__context_recording(&rc);
+    if (c == NULL) {
         return rc;
     }
-    sw__segment_t *seg = c->segment;
-    uint32_t mark_attrs = seg->attr_count;
-    sw__attr_t *log = sw__segment_attr_add(seg);
+    uint32_t mark_attrs = c->segment->attr_count;
+    sw__attr_t *log = attr_add(c, SW__ATTR_LOG, sw__now_ms());
     if (log == NULL) {
         return 0;
     }
-    log->kind = SW__ATTR_LOG;
-    log->span_id = (uint16_t)c->active;
-    log->time_ms = sw__now_ms();
-    log->kv_count = 0;
-    log->key = log->value = NULL;
     for (size_t i = 0; i < n; i++) {
-        sw__attr_t *kv = sw__segment_attr_add(seg);
-        if (kv == NULL) {
+        if (attr_add_pair(c, SW__ATTR_LOG_KV, kvs[i].key, kvs[i].value) == NULL) {
             break;
         }
-        kv->kind = SW__ATTR_LOG_KV;
-        kv->span_id = (uint16_t)c->active;
-        kv->time_ms = 0;
-        kv->kv_count = 0;
-        kv->key = sw__segment_strdup(seg, kvs[i].key);
-        kv->value = sw__segment_strdup(seg, kvs[i].value);
         log->kv_count++;
     }
     if (log->kv_count == 0) {
-        seg->attr_count = mark_attrs; /* a log without fields is not worth keeping */
+        c->segment->attr_count = mark_attrs; /* a log without fields is not worth keeping */
     }
     return 0;
 }

@@ -12,8 +12,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
+
+#include "swc_clock.h"
 
 /* Call sites remembered by the rate limit; the agent has fewer distinct formats than this.
    Sites beyond it share the last slot (limited together). */
@@ -57,13 +58,6 @@ static void after_fork_child(void)
 static void fork_hook_register(void)
 {
     (void)pthread_atfork(NULL, NULL, after_fork_child);
-}
-
-static uint64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
 /* The slot of `fmt` (found, or a free one, or the shared last slot). Called with lock held. */
@@ -163,7 +157,7 @@ void sw__log(sw_log_level_t level, const char *fmt, ...)
     pthread_once(&fork_once, fork_hook_register);
     pthread_mutex_lock(&lock);
     uint64_t suppressed;
-    if (rate_allow(fmt, now_ms(), &suppressed)) {
+    if (rate_allow(fmt, (uint64_t)swc__monotonic_ms(), &suppressed)) {
         char full[SW__LOG_LINE_MAX + 64];
         const char *text = msg;
         if (suppressed != 0) {

@@ -1,6 +1,7 @@
 /*
  * cds.c - fetchConfigurations and applying a ConfigurationDiscoveryCommand. See cds.h.
  */
+#include "swc_errbuf.h"
 #include "cds.h"
 
 #include <grpc/grpc.h>
@@ -185,7 +186,7 @@ int sw__cds_start(const sw_config_t *cfg, sw__grpc_notices_t *notices, sw__cds_t
         rc = sw__periodic_start("sw-cds", cfg->cds_interval_s * 1000u, fetch_run, fetch_interrupt,
                                 c, &c->thread);
         if (rc != 0) {
-            sw__errbuf_printf(errbuf, errlen, "cannot start the configuration discovery thread");
+            swc__errbuf_printf(errbuf, errlen, "cannot start the configuration discovery thread");
         }
     }
     if (rc != 0) {

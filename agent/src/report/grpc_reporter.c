@@ -14,6 +14,7 @@
 #include "grpc_reporter_commands.h"
 #include "grpc_reporter_logs.h"
 #include "grpc_reporter_management.h"
+#include "swc_errbuf.h"
 
 #define METHOD_COLLECT "/skywalking.v3.TraceSegmentReportService/collect"
 #define METHOD_METERS  "/skywalking.v3.MeterReportService/collect"
@@ -118,9 +119,9 @@ int sw__grpc_reporter_create(const sw_config_t *cfg, sw__report_counters_t *coun
                              sw__reporter_t **out, char *errbuf, size_t errlen)
 {
     if (cfg->backend_services[0] == '\0') {
-        sw__errbuf_printf(errbuf, errlen,
-                          "SW_REPORTER=grpc needs SW_AGENT_COLLECTOR_BACKEND_SERVICES "
-                          "(e.g. 127.0.0.1:11800)");
+        swc__errbuf_printf(errbuf, errlen,
+                           "SW_REPORTER=grpc needs SW_AGENT_COLLECTOR_BACKEND_SERVICES "
+                           "(e.g. 127.0.0.1:11800)");
         return SW_ECONFIG;
     }
     grpc_reporter_t *r = calloc(1, sizeof *r);

@@ -10,11 +10,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "../config/config.h"
 #include "../config/list.h"
 #include "../log/log.h"
+#include "swc_clock.h"
+#include "swc_errbuf.h"
 
 struct sw__grpc_conn {
     /* Everything below belongs to the one thread using the connection (see the header). */
@@ -39,13 +40,6 @@ struct sw__grpc_conn {
    Relaxed: only the exchange matters. Cleared when the "segments" connection is created. */
 static _Atomic bool client_cert_hint_logged;
 
-static uint64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 /* Returns ms scaled by a pseudo-random factor in [0.8, 1.2) (xorshift64). */
 static uint32_t jitter(sw__grpc_conn_t *c, uint32_t ms)
 {
@@ -68,9 +62,9 @@ static int addresses_parse(sw__grpc_conn_t *c, const char *list, char *errbuf, s
     size_t len;
     for (const char *p; (p = sw__list_item_next(&cursor, &len)) != NULL;) {
         if (c->address_count == SW_GRPC_ADDRESSES_MAX) {
-            sw__errbuf_printf(errbuf, errlen,
-                              "SW_AGENT_COLLECTOR_BACKEND_SERVICES: more than %d addresses",
-                              SW_GRPC_ADDRESSES_MAX);
+            swc__errbuf_printf(errbuf, errlen,
+                               "SW_AGENT_COLLECTOR_BACKEND_SERVICES: more than %d addresses",
+                               SW_GRPC_ADDRESSES_MAX);
             return SW_ECONFIG;
         }
         char *a = strndup(p, len);
@@ -112,7 +106,7 @@ static int credentials_create(sw__grpc_conn_t *c, const sw_config_t *cfg, char *
     free(chain);
     c->tls = true;
     if (c->creds == NULL) {
-        sw__errbuf_printf(errbuf, errlen, "SW_AGENT_SSL: gRPC could not create TLS credentials");
+        swc__errbuf_printf(errbuf, errlen, "SW_AGENT_SSL: gRPC could not create TLS credentials");
         return SW_ECONFIG;
     }
     return 0;
@@ -130,7 +124,7 @@ int sw__grpc_conn_create(const sw_config_t *cfg, const char *role, sw__grpc_conn
         atomic_store_explicit(&client_cert_hint_logged, false, memory_order_relaxed);
     }
     c->backoff_ms = SW_GRPC_BACKOFF_INITIAL_MS;
-    c->jitter_state = (now_ms() << 1 | 1) ^ (uint64_t)(uintptr_t)c;
+    c->jitter_state = ((uint64_t)swc__monotonic_ms() << 1 | 1) ^ (uint64_t)(uintptr_t)c;
     int rc = addresses_parse(c, cfg->backend_services, errbuf, errlen);
     if (rc == 0) {
         rc = credentials_create(c, cfg, errbuf, errlen);
@@ -172,7 +166,7 @@ static grpc_channel *channel_open(sw__grpc_conn_t *c)
 
 grpc_channel *sw__grpc_conn_acquire(sw__grpc_conn_t *c)
 {
-    if (c->retry_at_ms != 0 && now_ms() < c->retry_at_ms) {
+    if (c->retry_at_ms != 0 && (uint64_t)swc__monotonic_ms() < c->retry_at_ms) {
         return NULL;
     }
     if (c->channel == NULL) {
@@ -212,7 +206,7 @@ void sw__grpc_conn_outcome(sw__grpc_conn_t *c, grpc_status_code status, const ch
     c->failures_in_row++;
     c->current = (c->current + 1) % c->address_count;
     if (c->failures_in_row % c->address_count == 0) { /* a whole round failed: back off */
-        c->retry_at_ms = now_ms() + jitter(c, c->backoff_ms);
+        c->retry_at_ms = (uint64_t)swc__monotonic_ms() + jitter(c, c->backoff_ms);
         c->backoff_ms = c->backoff_ms >= SW_GRPC_BACKOFF_MAX_MS / 2 ? SW_GRPC_BACKOFF_MAX_MS
                                                                     : c->backoff_ms * 2;
     } else {

@@ -8,12 +8,13 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "../config/config.h"
 #include "grpc_reporter_call.h"
 #include "grpc_reporter_channel.h"
 #include "instance_properties.h"
+#include "swc_clock.h"
+#include "swc_errbuf.h"
 
 #define METHOD_PROPERTIES "/skywalking.v3.ManagementService/reportInstanceProperties"
 #define METHOD_PING       "/skywalking.v3.ManagementService/keepAlive"
@@ -33,9 +34,8 @@ struct sw__grpc_management {
     sw__grpc_cancel_t cancel; /* lets stop() cancel the call in flight */
     pthread_t thread;
     pthread_mutex_t lock;
-    pthread_cond_t wake;                  /* CLOCK_MONOTONIC; signalled by stop() */
-    bool stopping;                        /* protected by lock */
-    sw__grpc_management_stats_t counters; /* protected by lock */
+    pthread_cond_t wake; /* CLOCK_MONOTONIC; signalled by stop() */
+    bool stopping;       /* protected by lock */
 };
 
 /* One management call; returns true on OK. Management thread only. */
@@ -59,25 +59,15 @@ static bool management_call(sw__grpc_management_t *m, const char *method, const 
         }
         free(res.response);
     }
-    bool ok = res.status == GRPC_STATUS_OK;
-    pthread_mutex_lock(&m->lock);
-    if (!ok) {
-        m->counters.calls_failed++;
-    } else if (method[sizeof "/skywalking.v3.ManagementService/" - 1] == 'k') {
-        m->counters.pings_ok++;
-    } else {
-        m->counters.properties_ok++;
-    }
-    pthread_mutex_unlock(&m->lock);
-    return ok;
+    return res.status == GRPC_STATUS_OK;
 }
 
 static void *management_main(void *arg)
 {
     sw__grpc_management_t *m = arg;
     bool properties_accepted = false;
-    struct timespec next;
-    clock_gettime(CLOCK_MONOTONIC, &next);
+    int64_t period_ms = (int64_t)m->period_s * 1000;
+    int64_t next = swc__monotonic_ms();
     for (uint64_t tick = 0;; tick++) {
         if (!properties_accepted || tick % SW_GRPC_PROPERTIES_EVERY == 0) {
             properties_accepted = management_call(m, METHOD_PROPERTIES, m->properties,
@@ -85,11 +75,11 @@ static void *management_main(void *arg)
         }
         (void)management_call(m, METHOD_PING, m->ping, m->ping_len, "keepAlive");
 
-        next.tv_sec += m->period_s;
+        next += period_ms;
         pthread_mutex_lock(&m->lock);
         int rc = 0;
         while (!m->stopping && rc != ETIMEDOUT) {
-            rc = pthread_cond_timedwait(&m->wake, &m->lock, &next);
+            rc = swc__cond_wait_until(&m->wake, &m->lock, next);
         }
         bool stop = m->stopping;
         pthread_mutex_unlock(&m->lock);
@@ -97,9 +87,8 @@ static void *management_main(void *arg)
             break;
         }
         /* After a long stall (a slow call), do not fire a burst of catch-up heartbeats. */
-        struct timespec now;
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        if (now.tv_sec > next.tv_sec + (time_t)m->period_s) {
+        int64_t now = swc__monotonic_ms();
+        if (now > next + period_ms) {
             next = now;
         }
     }
@@ -131,13 +120,12 @@ int sw__grpc_management_start(const sw_config_t *cfg, sw__grpc_notices_t *notice
     m->token[sizeof m->token - 1] = '\0';
     sw__grpc_cancel_init(&m->cancel);
     pthread_mutex_init(&m->lock, NULL);
-    pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&m->wake, &attr);
-    pthread_condattr_destroy(&attr);
-
-    int rc = sw__instance_properties_pack(cfg, &m->properties, &m->properties_len);
+    /* A failed init leaves the zeroed condition variable of calloc, which management_free may
+       destroy. */
+    int rc = swc__cond_init_monotonic(&m->wake) == 0 ? 0 : SW_ENOMEM;
+    if (rc == 0) {
+        rc = sw__instance_properties_pack(cfg, &m->properties, &m->properties_len);
+    }
     if (rc == 0) {
         rc = sw__instance_ping_pack(cfg, &m->ping, &m->ping_len);
     }
@@ -145,7 +133,7 @@ int sw__grpc_management_start(const sw_config_t *cfg, sw__grpc_notices_t *notice
         rc = sw__grpc_conn_create(cfg, "management", &m->conn, errbuf, errlen);
     }
     if (rc == 0 && pthread_create(&m->thread, NULL, management_main, m) != 0) {
-        sw__errbuf_printf(errbuf, errlen, "cannot start the gRPC management thread");
+        swc__errbuf_printf(errbuf, errlen, "cannot start the gRPC management thread");
         rc = SW_ETHREAD;
     }
     if (rc != 0) {
@@ -154,13 +142,6 @@ int sw__grpc_management_start(const sw_config_t *cfg, sw__grpc_notices_t *notice
     }
     *out = m;
     return 0;
-}
-
-void sw__grpc_management_stats(sw__grpc_management_t *m, sw__grpc_management_stats_t *st)
-{
-    pthread_mutex_lock(&m->lock);
-    *st = m->counters;
-    pthread_mutex_unlock(&m->lock);
 }
 
 void sw__grpc_management_stop(sw__grpc_management_t *m)

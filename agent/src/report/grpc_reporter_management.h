@@ -25,13 +25,6 @@
 
 typedef struct sw__grpc_management sw__grpc_management_t;
 
-/* What the management thread did so far (for tests and diagnostics). */
-typedef struct sw__grpc_management_stats {
-    uint64_t properties_ok;
-    uint64_t pings_ok;
-    uint64_t calls_failed;
-} sw__grpc_management_stats_t;
-
 /*
  * Packs the properties and ping messages for cfg (resolved names), opens a connection and
  * starts the thread. `notices` must outlive the thread. Returns 0 and *out; SW_ECONFIG (bad
@@ -40,9 +33,6 @@ typedef struct sw__grpc_management_stats {
  */
 int sw__grpc_management_start(const sw_config_t *cfg, sw__grpc_notices_t *notices,
                               sw__grpc_management_t **out, char *errbuf, size_t errlen);
-
-/* Reads the counters. Any thread; takes the thread's lock briefly. */
-void sw__grpc_management_stats(sw__grpc_management_t *m, sw__grpc_management_stats_t *st);
 
 /*
  * Wakes the thread, cancels its call in flight, joins it and frees everything. Blocks until

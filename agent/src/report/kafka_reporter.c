@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "../config/config.h"
 #include "../config/producer_config.h"
@@ -18,6 +17,8 @@
 #include "instance_properties.h"
 #include "kproducer.h"
 #include "meter_report.h"
+#include "swc_clock.h"
+#include "swc_errbuf.h"
 
 #define TOPIC_MAX                (2 * SW_CONFIG_NAME_MAX + 2)
 #define KEY_MAX                  (SW_CONFIG_NAME_MAX + 16)
@@ -213,14 +214,6 @@ static void management_send(kafka_reporter_t *r, bool properties)
     }
 }
 
-static struct timespec deadline_after(uint32_t seconds)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_sec += (time_t)seconds;
-    return ts;
-}
-
 /* The drain's watchdog, started by shutdown_begin: gives the drain SW_KAFKA_FLUSH_TIMEOUT_MS,
    then makes the producer refuse new records (a kp_send blocked on a dead broker returns at
    once and its records count as failed). Ends when close() sets `closing`. Its own thread:
@@ -228,13 +221,11 @@ static struct timespec deadline_after(uint32_t seconds)
 static void *drain_watchdog(void *arg)
 {
     kafka_reporter_t *r = arg;
-    struct timespec deadline;
-    clock_gettime(CLOCK_MONOTONIC, &deadline);
-    deadline.tv_sec += SW_KAFKA_FLUSH_TIMEOUT_MS / 1000;
+    int64_t deadline = swc__deadline_after_ms(SW_KAFKA_FLUSH_TIMEOUT_MS);
     pthread_mutex_lock(&r->lock);
     int rc = 0;
     while (!r->closing && rc != ETIMEDOUT) {
-        rc = pthread_cond_timedwait(&r->wake, &r->lock, &deadline);
+        rc = swc__cond_wait_until(&r->wake, &r->lock, deadline);
     }
     pthread_mutex_unlock(&r->lock);
     if (rc == ETIMEDOUT) {
@@ -255,10 +246,10 @@ static void *management_run(void *arg)
     pthread_mutex_lock(&r->lock);
     while (!r->closing) {
         /* Fixed delay after the previous sends, so a slow send never causes a burst. */
-        struct timespec deadline = deadline_after(r->heartbeat_s);
+        int64_t deadline = swc__deadline_after_ms((int64_t)r->heartbeat_s * 1000);
         int rc = 0;
         while (!r->closing && rc != ETIMEDOUT) {
-            rc = pthread_cond_timedwait(&r->wake, &r->lock, &deadline);
+            rc = swc__cond_wait_until(&r->wake, &r->lock, deadline);
         }
         if (r->closing) {
             break;
@@ -320,8 +311,8 @@ static void kafka_close(sw__reporter_t *self)
 static int producer_open(const sw_config_t *cfg, kp_producer_t **out, char *errbuf, size_t errlen)
 {
     if (cfg->kafka_bootstrap_servers[0] == '\0') {
-        sw__errbuf_printf(errbuf, errlen,
-                          "SW_REPORTER=kafka needs SW_KAFKA_BOOTSTRAP_SERVERS (host:port,...)");
+        swc__errbuf_printf(errbuf, errlen,
+                           "SW_REPORTER=kafka needs SW_KAFKA_BOOTSTRAP_SERVERS (host:port,...)");
         return SW_ECONFIG;
     }
     kp_conf_t *conf = kp_conf_new();
@@ -331,7 +322,7 @@ static int producer_open(const sw_config_t *cfg, kp_producer_t **out, char *errb
     char msg[512];
     int rc = 0;
     if (kp_conf_set(conf, "bootstrap.servers", cfg->kafka_bootstrap_servers, msg, sizeof msg)) {
-        sw__errbuf_printf(errbuf, errlen, "SW_KAFKA_BOOTSTRAP_SERVERS: %s", msg);
+        swc__errbuf_printf(errbuf, errlen, "SW_KAFKA_BOOTSTRAP_SERVERS: %s", msg);
         rc = SW_ECONFIG;
     }
     if (rc == 0) {
@@ -343,7 +334,7 @@ static int producer_open(const sw_config_t *cfg, kp_producer_t **out, char *errb
     if (rc == 0) {
         rc = kp_producer_new(conf, out, msg, sizeof msg);
         if (rc != KP_OK) {
-            sw__errbuf_printf(errbuf, errlen, "Kafka producer (SW_KAFKA_*): %s", msg);
+            swc__errbuf_printf(errbuf, errlen, "Kafka producer (SW_KAFKA_*): %s", msg);
             rc = rc == KP_ENOMEM ? SW_ENOMEM : SW_ECONFIG;
         }
     }
@@ -371,11 +362,11 @@ int sw__kafka_reporter_create(const sw_config_t *cfg, sw__report_counters_t *cou
         return SW_ENOMEM;
     }
     pthread_mutex_init(&r->lock, NULL);
-    pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&r->wake, &attr);
-    pthread_condattr_destroy(&attr);
+    if (swc__cond_init_monotonic(&r->wake) != 0) {
+        pthread_mutex_destroy(&r->lock);
+        free(r);
+        return SW_ENOMEM;
+    }
     topic_name(r->topic_segment, sizeof r->topic_segment, cfg->kafka_namespace,
                cfg->kafka_topic_segment, SW_KAFKA_TOPIC_SEGMENT_DEFAULT);
     topic_name(r->topic_management, sizeof r->topic_management, cfg->kafka_namespace,
@@ -402,7 +393,7 @@ int sw__kafka_reporter_create(const sw_config_t *cfg, sw__report_counters_t *cou
     kp_stats(r->producer, &st); /* nothing allocated yet: all of buffer.memory is free */
     r->buffer_total = st.pool_available;
     if (pthread_create(&r->management, NULL, management_run, r) != 0) {
-        sw__errbuf_printf(errbuf, errlen, "cannot start the Kafka management thread");
+        swc__errbuf_printf(errbuf, errlen, "cannot start the Kafka management thread");
         (void)kp_close(r->producer, 0);
         reporter_free(r);
         return SW_ETHREAD;

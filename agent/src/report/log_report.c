@@ -2,6 +2,7 @@
  * log_report.c - the queue and the sender thread of application logs and events. See
  * log_report.h.
  */
+#include "swc_errbuf.h"
 #include "log_report.h"
 
 #include <sched.h>
@@ -149,8 +150,8 @@ int sw__log_pipeline_start(const sw_config_t *cfg, sw__reporter_t *reporter, cha
     }
     rc = dc_consume(p->carrier, log_consume, NULL, p, 1, 20);
     if (rc != 0) {
-        sw__errbuf_printf(errbuf, errlen, "cannot start the log sender thread: %s",
-                          dc_strerror(rc));
+        swc__errbuf_printf(errbuf, errlen, "cannot start the log sender thread: %s",
+                           dc_strerror(rc));
         pipeline_free(p);
         return rc == DC_ETHREAD ? SW_ETHREAD : SW_ENOMEM;
     }

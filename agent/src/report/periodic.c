@@ -7,9 +7,9 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "skywalking.h"
+#include "swc_clock.h"
 
 struct sw__periodic {
     /* Immutable while the thread runs. */
@@ -24,28 +24,16 @@ struct sw__periodic {
     bool stopping;       /* protected by lock */
 };
 
-static struct timespec deadline_after(struct timespec from, uint32_t ms)
-{
-    from.tv_sec += (time_t)(ms / 1000);
-    from.tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (from.tv_nsec >= 1000000000L) {
-        from.tv_sec++;
-        from.tv_nsec -= 1000000000L;
-    }
-    return from;
-}
-
 static void *periodic_main(void *arg)
 {
     sw__periodic_t *p = arg;
-    struct timespec next;
-    clock_gettime(CLOCK_MONOTONIC, &next);
+    int64_t next = swc__monotonic_ms();
     for (;;) {
-        next = deadline_after(next, p->period_ms);
+        next += p->period_ms;
         pthread_mutex_lock(&p->lock);
         int rc = 0;
         while (!p->stopping && rc != ETIMEDOUT) {
-            rc = pthread_cond_timedwait(&p->wake, &p->lock, &next);
+            rc = swc__cond_wait_until(&p->wake, &p->lock, next);
         }
         bool stop = p->stopping;
         pthread_mutex_unlock(&p->lock);
@@ -53,10 +41,8 @@ static void *periodic_main(void *arg)
             return NULL;
         }
         p->run(p->arg);
-        struct timespec now;
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        struct timespec late = deadline_after(next, p->period_ms);
-        if (now.tv_sec > late.tv_sec || (now.tv_sec == late.tv_sec && now.tv_nsec > late.tv_nsec)) {
+        int64_t now = swc__monotonic_ms();
+        if (now > next + p->period_ms) {
             next = now; /* the run overran a whole period: no catch-up burst */
         }
     }
@@ -74,11 +60,11 @@ int sw__periodic_start(const char *name, uint32_t period_ms, void (*run)(void *a
     p->interrupt = interrupt;
     p->arg = arg;
     pthread_mutex_init(&p->lock, NULL);
-    pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&p->wake, &attr);
-    pthread_condattr_destroy(&attr);
+    if (swc__cond_init_monotonic(&p->wake) != 0) {
+        pthread_mutex_destroy(&p->lock);
+        free(p);
+        return SW_ENOMEM;
+    }
     if (pthread_create(&p->thread, NULL, periodic_main, p) != 0) {
         pthread_cond_destroy(&p->wake);
         pthread_mutex_destroy(&p->lock);

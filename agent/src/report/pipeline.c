@@ -13,6 +13,7 @@
 #include "meter_report.h"
 #include "log_report.h"
 #include "reporter.h"
+#include "swc_errbuf.h"
 
 struct sw__pipeline {
     dc_carrier_t *carrier;
@@ -42,9 +43,9 @@ static int reporter_open(const sw_config_t *cfg, sw__report_counters_t *counters
     if (strcmp(cfg->reporter, "grpc") == 0) {
         return sw__grpc_reporter_create(cfg, counters, out, errbuf, errlen);
     }
-    sw__errbuf_printf(errbuf, errlen,
-                      "SW_REPORTER=%s: this build has no %s reporter yet (use file)", cfg->reporter,
-                      cfg->reporter);
+    swc__errbuf_printf(errbuf, errlen,
+                       "SW_REPORTER=%s: this build has no %s reporter yet (use file)",
+                       cfg->reporter, cfg->reporter);
     return SW_ENOTSUP;
 }
 
@@ -161,7 +162,7 @@ int sw__pipeline_start(const sw_config_t *cfg, sw__segment_pool_t *pool,
     }
     rc = dc_consume(p->carrier, pipeline_consume, pipeline_on_exit, p, 1, 20);
     if (rc != 0) {
-        sw__errbuf_printf(errbuf, errlen, "cannot start the consumer thread: %s", dc_strerror(rc));
+        swc__errbuf_printf(errbuf, errlen, "cannot start the consumer thread: %s", dc_strerror(rc));
         dc_carrier_destroy(p->carrier);
         p->reporter->close(p->reporter);
         free(p);
@@ -172,7 +173,8 @@ int sw__pipeline_start(const sw_config_t *cfg, sw__segment_pool_t *pool,
         rc = sw__meter_report_start(cfg, p->reporter, p->carrier, sw__pipeline_slots(cfg), true,
                                     &p->meters);
         if (rc != 0) {
-            sw__errbuf_printf(errbuf, errlen, "cannot start the meter thread: %s", sw_strerror(rc));
+            swc__errbuf_printf(errbuf, errlen, "cannot start the meter thread: %s",
+                               sw_strerror(rc));
             sw__pipeline_stop(p);
             return rc;
         }

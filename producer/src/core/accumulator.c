@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/clock.h"
+#include "swc_clock.h"
 #include "wire/murmur2.h"
 
 int kp__accumulator_init(kp__accumulator_t *acc, kp_buffer_pool_t *pool, int32_t batch_size,
@@ -223,7 +223,7 @@ int kp__accumulator_append(kp__accumulator_t *acc, kp__topic_md_t *md, int32_t n
     /* Slow path: a new batch from the pool, without holding the lock while blocking. */
     size_t bound = kp__record_batch_size_upper_bound(key_len, value_len, headers, n_headers);
     int32_t size = kp__batch_block_size(acc->batch_size, bound);
-    int64_t wait = deadline_ms - kp__now_ms();
+    int64_t wait = deadline_ms - swc__monotonic_ms();
     void *block = NULL;
     int rc = kp__buffer_pool_allocate(acc->pool, size, wait > 0 ? wait : 0, &block);
     if (rc != 0) {
@@ -243,7 +243,7 @@ int kp__accumulator_append(kp__accumulator_t *acc, kp__topic_md_t *md, int32_t n
             p->tail->full = true; /* not reached: a block that fits a new batch fits the record */
         }
     } else {
-        kp__batch_t *b = kp__batch_init(block, size, p, kp__now_ms(), timestamp);
+        kp__batch_t *b = kp__batch_init(block, size, p, swc__monotonic_ms(), timestamp);
         rc = kp__batch_try_append(b, timestamp, key, key_len, value, value_len, headers, n_headers,
                                   cb, opaque);
         if (rc == 0) {

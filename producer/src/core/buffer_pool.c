@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
-#include "core/clock.h"
+#include "swc_clock.h"
 #include "kproducer.h"
 
 /* One blocked allocate(): lives on the waiting thread's stack while it is linked. */
@@ -125,11 +125,9 @@ static void waiter_unlink(kp_buffer_pool_t *pool, struct waiter *w)
 static int allocate_wait(kp_buffer_pool_t *pool, int32_t size, int64_t max_block_ms, void **out)
 {
     struct waiter w = {.next = NULL, .prev = pool->tail};
-    pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&w.more_memory, &attr);
-    pthread_condattr_destroy(&attr);
+    if (swc__cond_init_monotonic(&w.more_memory) != 0) {
+        return KP_ENOMEM;
+    }
     if (pool->tail) {
         pool->tail->next = &w;
     } else {
@@ -138,11 +136,11 @@ static int allocate_wait(kp_buffer_pool_t *pool, int32_t size, int64_t max_block
     pool->tail = &w;
     pool->waiter_count++;
 
-    struct timespec deadline = kp__deadline_ts(kp__now_ms() + max_block_ms);
+    int64_t deadline = swc__deadline_after_ms(max_block_ms);
     int64_t accumulated = 0;
     int rc = 0;
     while (accumulated < size) {
-        int wrc = pthread_cond_timedwait(&w.more_memory, &pool->lock, &deadline);
+        int wrc = swc__cond_wait_until(&w.more_memory, &pool->lock, deadline);
         if (pool->closed) {
             rc = KP_ECLOSED;
             break;
@@ -273,9 +271,4 @@ uint32_t kp__buffer_pool_free_blocks(kp_buffer_pool_t *pool)
     uint32_t v = pool->free_count;
     pthread_mutex_unlock(&pool->lock);
     return v;
-}
-
-int32_t kp__buffer_pool_poolable(const kp_buffer_pool_t *pool)
-{
-    return pool->poolable;
 }

@@ -30,7 +30,7 @@ void kp__buffer_pool_destroy(kp_buffer_pool_t *pool);
  * Allocates `size` bytes into *out. Returns 0; KP_EMSG_SIZE_TOO_LARGE at once when size
  * exceeds the pool's total memory; KP_EBUFFER_TIMEOUT when max_block_ms passed without
  * enough memory being returned (nothing is then held); KP_ECLOSED when the pool was closed
- * while waiting; KP_ENOMEM when malloc failed. Blocks up to max_block_ms.
+ * while waiting; KP_ENOMEM when malloc failed. Blocks up to max_block_ms (at least 0).
  */
 int kp__buffer_pool_allocate(kp_buffer_pool_t *pool, int32_t size, int64_t max_block_ms,
                              void **out);
@@ -51,7 +51,5 @@ int64_t kp__buffer_pool_unallocated(kp_buffer_pool_t *pool);
 uint32_t kp__buffer_pool_waiters(kp_buffer_pool_t *pool);
 /* Number of blocks on the free list. */
 uint32_t kp__buffer_pool_free_blocks(kp_buffer_pool_t *pool);
-/* The poolable block size. */
-int32_t kp__buffer_pool_poolable(const kp_buffer_pool_t *pool);
 
 #endif /* KP_CORE_BUFFER_POOL_H */

@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "swc_errbuf.h"
+
 enum kind { KIND_STRING, KIND_INT32, KIND_INT64, KIND_BOOL, KIND_ACKS, KIND_COMPRESSION };
 
 struct property {
@@ -56,12 +58,10 @@ static int fail(char *errbuf, size_t errlen, const char *fmt, ...)
 
 static int fail(char *errbuf, size_t errlen, const char *fmt, ...)
 {
-    if (errbuf && errlen > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(errbuf, errlen, fmt, ap);
-        va_end(ap);
-    }
+    va_list ap;
+    va_start(ap, fmt);
+    swc__errbuf_vprintf(errbuf, errlen, fmt, ap);
+    va_end(ap);
     return KP_ECONF;
 }
 

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/clock.h"
+#include "swc_clock.h"
 #include "kproducer.h"
 
 enum { KAFKA_UNKNOWN_TOPIC_OR_PARTITION = 3 };
@@ -16,11 +16,9 @@ enum { KAFKA_UNKNOWN_TOPIC_OR_PARTITION = 3 };
 int kp__metadata_init(kp__metadata_t *md, int64_t refresh_backoff_ms, int64_t max_age_ms)
 {
     memset(md, 0, sizeof(*md));
-    pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&md->updated, &attr);
-    pthread_condattr_destroy(&attr);
+    if (swc__cond_init_monotonic(&md->updated) != 0) {
+        return KP_ENOMEM;
+    }
     pthread_mutex_init(&md->lock, NULL);
     md->refresh_backoff_ms = refresh_backoff_ms;
     md->max_age_ms = max_age_ms;
@@ -104,12 +102,11 @@ int kp__metadata_wait_topic(kp__metadata_t *md, const char *topic, int64_t deadl
         pthread_mutex_unlock(&md->lock);
         wake(wake_arg);
         pthread_mutex_lock(&md->lock);
-        struct timespec ts = kp__deadline_ts(deadline_ms);
         int wrc = 0;
         while (md->version == version && !md->closed && wrc == 0) {
-            wrc = pthread_cond_timedwait(&md->updated, &md->lock, &ts);
+            wrc = swc__cond_wait_until(&md->updated, &md->lock, deadline_ms);
         }
-        if (t->n_partitions == 0 && kp__now_ms() >= deadline_ms) {
+        if (t->n_partitions == 0 && swc__monotonic_ms() >= deadline_ms) {
             rc = (t->answered && t->error == KAFKA_UNKNOWN_TOPIC_OR_PARTITION)
                      ? KP_EUNKNOWN_TOPIC
                      : KP_EMETADATA_TIMEOUT;
@@ -125,11 +122,10 @@ int kp__metadata_wait_topic(kp__metadata_t *md, const char *topic, int64_t deadl
 int64_t kp__metadata_time_to_update(kp__metadata_t *md, int64_t now)
 {
     pthread_mutex_lock(&md->lock);
+    /* Wanted (also before the first answer): refresh_backoff_ms after the last attempt;
+       otherwise metadata.max.age.ms after the last success. */
     int64_t due = md->need_update ? md->last_refresh_ms + md->refresh_backoff_ms
                                   : md->last_success_ms + md->max_age_ms;
-    if (md->need_update && md->version == 0) {
-        due = md->last_refresh_ms + md->refresh_backoff_ms; /* bootstrap: same backoff */
-    }
     pthread_mutex_unlock(&md->lock);
     return due > now ? due - now : 0;
 }

@@ -51,6 +51,8 @@ typedef struct kp__metadata {
     bool closed;
 } kp__metadata_t;
 
+/* Returns 0, or KP_ENOMEM when the condition variable could not be made (*md may still be
+ * passed to kp__metadata_destroy). */
 int kp__metadata_init(kp__metadata_t *md, int64_t refresh_backoff_ms, int64_t max_age_ms);
 void kp__metadata_destroy(kp__metadata_t *md);
 
@@ -60,7 +62,7 @@ int kp__metadata_request_update(kp__metadata_t *md);
 /*
  * waitOnMetadata: returns the topic entry (registering the topic) once its partition count is
  * known, waking the sender through wake(wake_arg) whenever it requests an update. Fails after
- * deadline_ms (kp__now_ms clock) with KP_EUNKNOWN_TOPIC when a broker answered without the
+ * deadline_ms (swc__monotonic_ms clock) with KP_EUNKNOWN_TOPIC when a broker answered without the
  * topic, else KP_EMETADATA_TIMEOUT; KP_ECLOSED once closed; KP_ENOMEM. Application threads.
  */
 int kp__metadata_wait_topic(kp__metadata_t *md, const char *topic, int64_t deadline_ms,

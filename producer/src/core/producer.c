@@ -10,7 +10,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "core/clock.h"
+#include "swc_clock.h"
 #include "core/producer_impl.h"
 
 void kp__producer_wake(void *arg)
@@ -129,18 +129,15 @@ int kp_producer_new(const kp_conf_t *conf, kp_producer_t **out, char *errbuf, si
     p->producer_epoch = -1;
     p->epfd = p->wakefd = -1;
     pthread_mutex_init(&p->done_lock, NULL);
-    pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&p->done_cond, &attr);
-    pthread_condattr_destroy(&attr);
-    kp__metadata_init(&p->md, p->conf.retry_backoff_ms, p->conf.metadata_max_age_ms);
+    /* A failed init leaves a zeroed condition variable, which producer_free may destroy. */
+    int cond_rc = swc__cond_init_monotonic(&p->done_cond);
+    int md_rc = kp__metadata_init(&p->md, p->conf.retry_backoff_ms, p->conf.metadata_max_age_ms);
     p->pool = kp__buffer_pool_new(p->conf.buffer_memory, p->conf.batch_size);
     /* A grown batch is sent alone at most: it never exceeds max.request.size. */
     int32_t grow_to = p->conf.batch_max_size < p->conf.max_request_size ? p->conf.batch_max_size
                                                                         : p->conf.max_request_size;
     kp__accumulator_init(&p->acc, p->pool, p->conf.batch_size, grow_to, p->conf.linger_ms);
-    rc = p->pool ? add_bootstrap(p, errbuf, errlen) : KP_ENOMEM;
+    rc = p->pool && cond_rc == 0 && md_rc == 0 ? add_bootstrap(p, errbuf, errlen) : KP_ENOMEM;
     if (rc == 0) {
         p->epfd = epoll_create1(EPOLL_CLOEXEC);
         p->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -240,11 +237,11 @@ static int send_record(kp_producer_t *p, const char *topic, int32_t partition, c
         (int64_t)kp__batch_block_size(p->conf.batch_size, bound) > p->conf.buffer_memory) {
         return KP_EMSG_SIZE_TOO_LARGE;
     }
-    int64_t deadline = kp__now_ms() + p->conf.max_block_ms;
+    int64_t deadline = swc__monotonic_ms() + p->conf.max_block_ms;
     if (pthread_equal(pthread_self(), p->thread)) {
         /* A delivery callback: the sender thread is the one that would end a wait for
          * metadata or buffer memory, so kp_send does not wait there (see kproducer.h). */
-        deadline = kp__now_ms();
+        deadline = swc__monotonic_ms();
     }
     kp__topic_md_t *md = NULL;
     int32_t n_partitions = 0;
@@ -254,7 +251,7 @@ static int send_record(kp_producer_t *p, const char *topic, int32_t partition, c
         return rc;
     }
     if (timestamp <= 0) {
-        timestamp = kp__wall_ms();
+        timestamp = swc__realtime_ms();
     }
     atomic_fetch_add_explicit(&p->pending, 1, memory_order_relaxed);
     bool new_batch = false;
@@ -272,17 +269,14 @@ static int send_record(kp_producer_t *p, const char *topic, int32_t partition, c
     return 0;
 }
 
-/* Waits until nothing is pending or the deadline (-1: none). Returns 0 or KP_ETIMED_OUT. */
+/* Waits until nothing is pending or timeout_ms (-1: no limit). Returns 0 or KP_ETIMED_OUT. */
 static int wait_pending(kp_producer_t *p, int timeout_ms)
 {
-    int64_t deadline = timeout_ms < 0 ? INT64_MAX : kp__now_ms() + timeout_ms;
-    struct timespec ts = kp__deadline_ts(timeout_ms < 0 ? 0 : deadline);
+    int64_t deadline = swc__deadline_after_ms(timeout_ms);
     int rc = 0;
     pthread_mutex_lock(&p->done_lock);
     while (atomic_load_explicit(&p->pending, memory_order_acquire) > 0) {
-        if (timeout_ms < 0) {
-            pthread_cond_wait(&p->done_cond, &p->done_lock);
-        } else if (pthread_cond_timedwait(&p->done_cond, &p->done_lock, &ts) == ETIMEDOUT) {
+        if (swc__cond_wait_until(&p->done_cond, &p->done_lock, deadline) == ETIMEDOUT) {
             rc = atomic_load_explicit(&p->pending, memory_order_acquire) > 0 ? KP_ETIMED_OUT : 0;
             break;
         }

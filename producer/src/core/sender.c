@@ -4,7 +4,7 @@
  */
 #include <stdlib.h>
 
-#include "core/clock.h"
+#include "swc_clock.h"
 #include "core/producer_impl.h"
 
 /* Everything still pending when the producer is forced to close: fail it. */
@@ -23,7 +23,7 @@ void *kp__sender_run(void *arg)
     kp_producer_t *p = arg;
     int64_t last_expire = 0;
     for (;;) {
-        int64_t now = kp__now_ms();
+        int64_t now = swc__monotonic_ms();
         int state = atomic_load_explicit(&p->state, memory_order_acquire);
         if (state == KP__FORCE_CLOSE) {
             break;
@@ -52,6 +52,6 @@ void *kp__sender_run(void *arg)
         }
         kp__sender_poll(p, timeout);
     }
-    fail_all(p, kp__now_ms());
+    fail_all(p, swc__monotonic_ms());
     return NULL;
 }

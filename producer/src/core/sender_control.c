@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/clock.h"
+#include "swc_clock.h"
 #include "core/producer_impl.h"
 #include "wire/kafka_error.h"
 #include "wire/protocol.h"

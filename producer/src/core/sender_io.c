@@ -9,7 +9,7 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
-#include "core/clock.h"
+#include "swc_clock.h"
 #include "core/producer_impl.h"
 #include "wire/protocol.h"
 
@@ -185,7 +185,7 @@ void kp__sender_disconnect(kp_producer_t *p, kp__conn_t *c, int64_t now)
 static int on_frame(kp__conn_t *c, uint8_t *frame, size_t len, void *arg)
 {
     kp_producer_t *p = arg;
-    int64_t now = kp__now_ms();
+    int64_t now = swc__monotonic_ms();
     kp_reader_t rd;
     kp__reader_init(&rd, frame, len);
     kp__request_t *r = kp__conn_response_request(c, &rd);
@@ -264,7 +264,7 @@ void kp__sender_poll(kp_producer_t *p, int64_t timeout_ms)
         timeout_ms = 1000;
     }
     int n = epoll_wait(p->epfd, ev, 64, (int)timeout_ms);
-    int64_t now = kp__now_ms();
+    int64_t now = swc__monotonic_ms();
     for (int i = 0; i < n; i++) {
         if (!ev[i].data.ptr) {
             /* Release: a kp_send that sets wake_pending after this store writes the eventfd

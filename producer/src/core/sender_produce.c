@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/clock.h"
+#include "swc_clock.h"
 #include "core/producer_impl.h"
 #include "wire/kafka_error.h"
 #include "wire/protocol.h"
@@ -315,11 +315,11 @@ static int seal(kp_producer_t *p, kp__batch_t *b)
     return kp__record_batch_close(&b->rb, pid, epoch, seq, &comp);
 }
 
-/* Builds and queues the ProduceRequest for conn index i. */
-static void send_node(kp_producer_t *p, int i, int64_t now)
+/* Seals every batch drained for one node (an attempt each); a batch that cannot be sealed
+ * is failed. Empties the drain list; returns the sealed batches, in drain order, as
+ * d->v[0..return value). */
+static int seal_drained(kp_producer_t *p, kp__drain_list_t *d)
 {
-    kp__drain_list_t *d = &p->drain[i];
-    kp__conn_t *c = p->conns[i];
     int n = 0;
     for (int k = 0; k < d->n; k++) {
         kp__batch_t *b = d->v[k];
@@ -333,79 +333,128 @@ static void send_node(kp_producer_t *p, int i, int64_t now)
     }
     d->n = 0;
     d->bytes = 0;
-    if (n == 0) {
-        return;
+    return n;
+}
+
+/* Batches that were taken for a request that could not be built or queued: no longer in
+ * flight, each retried after its backoff or failed (retry_or_fail). */
+static void requeue_unsent(kp_producer_t *p, kp__batch_t **v, int n, int error, int64_t now)
+{
+    for (int k = 0; k < n; k++) {
+        v[k]->part->in_flight--;
+        retry_or_fail(p, v[k], error, now);
     }
-    kp__batch_t **batches = malloc((size_t)n * sizeof(*batches));
-    kp_produce_partition_data_t *parts = malloc((size_t)n * sizeof(*parts));
-    kp_produce_topic_data_t *topics = malloc((size_t)n * sizeof(*topics));
-    if (!batches || !parts || !topics) {
-        for (int k = 0; k < n; k++) {
-            d->v[k]->part->in_flight--;
-            retry_or_fail(p, d->v[k], KP_ENOMEM, now);
-        }
-        free(batches);
-        free(parts);
-        free(topics);
-        return;
+}
+
+/* The topic and partition entries of one ProduceRequest, and its batches in the same order. */
+struct produce_parts {
+    kp__batch_t **batches;              /* n; owned by the request once it is queued */
+    kp_produce_partition_data_t *parts; /* n; the entries of a topic are contiguous */
+    kp_produce_topic_data_t *topics;    /* n_topics of at most n */
+    size_t n_topics;
+    size_t bytes; /* the record batches' bytes together */
+};
+
+static void produce_parts_free(struct produce_parts *pp)
+{
+    free(pp->batches);
+    free(pp->parts);
+    free(pp->topics);
+}
+
+/* Groups the sealed batches v[0..n) by topic into pp (allocated for n), in order of each
+ * topic's first batch; counts their records as sent. Consumes v (entries become NULL).
+ * Returns 0 or KP_ENOMEM (pp is then empty and v untouched). */
+static int group_by_topic(kp_producer_t *p, kp__batch_t **v, int n, struct produce_parts *pp)
+{
+    pp->batches = malloc((size_t)n * sizeof(*pp->batches));
+    pp->parts = malloc((size_t)n * sizeof(*pp->parts));
+    pp->topics = malloc((size_t)n * sizeof(*pp->topics));
+    pp->n_topics = 0;
+    pp->bytes = 0;
+    if (!pp->batches || !pp->parts || !pp->topics) {
+        produce_parts_free(pp);
+        return KP_ENOMEM;
     }
-    /* Group by topic: the batches of a topic are contiguous in `parts`. */
-    size_t n_topics = 0, total = 0;
     int placed = 0;
     for (int k = 0; k < n; k++) {
-        if (!d->v[k]) {
-            continue;
+        if (!v[k]) {
+            continue; /* placed with an earlier batch of its topic */
         }
-        kp__topic_acc_t *t = d->v[k]->part->topic;
-        topics[n_topics] = (kp_produce_topic_data_t){t->name, &parts[placed], 0};
+        kp__topic_acc_t *t = v[k]->part->topic;
+        kp_produce_topic_data_t *td = &pp->topics[pp->n_topics++];
+        *td = (kp_produce_topic_data_t){t->name, &pp->parts[placed], 0};
         for (int j = k; j < n; j++) {
-            kp__batch_t *b = d->v[j];
+            kp__batch_t *b = v[j];
             if (!b || b->part->topic != t) {
                 continue;
             }
             size_t len = 0;
             const uint8_t *data = kp__record_batch_data(&b->rb, &len);
-            parts[placed] = (kp_produce_partition_data_t){b->part->id, data, len};
-            batches[placed++] = b;
-            topics[n_topics].n_partitions++;
-            total += len;
+            pp->parts[placed] = (kp_produce_partition_data_t){b->part->id, data, len};
+            pp->batches[placed++] = b;
+            td->n_partitions++;
+            pp->bytes += len;
             atomic_fetch_add_explicit(&p->st_sent, (unsigned long long)b->rb.count,
                                       memory_order_relaxed);
-            d->v[j] = NULL;
+            v[j] = NULL;
         }
-        n_topics++;
     }
+    return 0;
+}
+
+/* Writes the ProduceRequest of pp (n batches) and queues it on c, which then owns
+ * pp->batches. Returns 0 or the error of the write or of kp__sender_send (the caller still
+ * owns pp->batches). */
+static int produce_request_send(kp_producer_t *p, kp__conn_t *c, struct produce_parts *pp, int n,
+                                int64_t now)
+{
     kp_produce_request_t req = {.transactional_id = NULL,
                                 .acks = (int16_t)p->conf.acks,
                                 .timeout_ms = p->conf.request_timeout_ms,
-                                .topics = topics,
-                                .n_topics = n_topics};
+                                .topics = pp->topics,
+                                .n_topics = pp->n_topics};
     kp_writer_t w;
-    int rc = kp__writer_init_growable(&w, total + 256 + 64 * (size_t)n);
-    if (rc == 0) {
-        rc = kp__produce_request_write(&w, c->produce_version, &req);
-        if (rc == 0) {
-            p->produce_in_flight++;
-            atomic_fetch_add_explicit(&p->st_in_flight, 1, memory_order_relaxed);
-            atomic_fetch_add_explicit(&p->st_batches, (unsigned long long)n, memory_order_relaxed);
-            rc = kp__sender_send(p, c, KP_API_PRODUCE, c->produce_version, &w, p->conf.acks != 0,
-                                 batches, n, now);
-            if (rc != 0) {
-                p->produce_in_flight--;
-                atomic_fetch_sub_explicit(&p->st_in_flight, 1, memory_order_relaxed);
-            }
-        }
-        kp__writer_free(&w);
-    }
+    int rc = kp__writer_init_growable(&w, pp->bytes + 256 + 64 * (size_t)n);
     if (rc != 0) {
-        for (int k = 0; k < n; k++) {
-            batches[k]->part->in_flight--;
-            retry_or_fail(p, batches[k], rc, now);
-        }
-        free(batches);
+        return rc;
     }
-    free(parts);
-    free(topics);
+    rc = kp__produce_request_write(&w, c->produce_version, &req);
+    if (rc == 0) {
+        p->produce_in_flight++;
+        atomic_fetch_add_explicit(&p->st_in_flight, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&p->st_batches, (unsigned long long)n, memory_order_relaxed);
+        rc = kp__sender_send(p, c, KP_API_PRODUCE, c->produce_version, &w, p->conf.acks != 0,
+                             pp->batches, n, now);
+        if (rc != 0) {
+            p->produce_in_flight--;
+            atomic_fetch_sub_explicit(&p->st_in_flight, 1, memory_order_relaxed);
+        }
+    }
+    kp__writer_free(&w);
+    return rc;
+}
+
+/* Builds and queues the ProduceRequest for conn index i from the batches drained for it. */
+static void send_node(kp_producer_t *p, int i, int64_t now)
+{
+    kp__drain_list_t *d = &p->drain[i];
+    int n = seal_drained(p, d);
+    if (n == 0) {
+        return;
+    }
+    struct produce_parts pp;
+    if (group_by_topic(p, d->v, n, &pp) != 0) {
+        requeue_unsent(p, d->v, n, KP_ENOMEM, now);
+        return;
+    }
+    int rc = produce_request_send(p, p->conns[i], &pp, n, now);
+    if (rc != 0) {
+        requeue_unsent(p, pp.batches, n, rc, now);
+        free(pp.batches);
+    }
+    free(pp.parts);
+    free(pp.topics);
 }
 
 int64_t kp__sender_send_produce(kp_producer_t *p, int64_t now)
@@ -432,9 +481,8 @@ int64_t kp__sender_send_produce(kp_producer_t *p, int64_t now)
 
 static bool expired_cb(void *arg, kp__batch_t *b)
 {
-    kp_producer_t *p = ((struct drain_ctx *)arg)->p;
-    return ((struct drain_ctx *)arg)->stopped ||
-           ((struct drain_ctx *)arg)->now - b->created_ms >= p->conf.delivery_timeout_ms;
+    const struct drain_ctx *ctx = arg;
+    return ctx->stopped || ctx->now - b->created_ms >= ctx->p->conf.delivery_timeout_ms;
 }
 
 static void expired_done(void *arg, kp__batch_t *b)

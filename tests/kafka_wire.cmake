@@ -28,8 +28,9 @@ if(TARGET kproducer_internal)
     SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz_kafka_connection.c ${kafka_wire_sources}
             ${PROJECT_SOURCE_DIR}/producer/src/core/connection.c
             ${PROJECT_SOURCE_DIR}/producer/src/core/in_flight.c
+            ${PROJECT_SOURCE_DIR}/producer/src/core/tls.c
             ${PROJECT_SOURCE_DIR}/producer/src/errors.c
-    LIBS ZLIB::ZLIB PkgConfig::LZ4 PkgConfig::ZSTD Threads::Threads
+    LIBS ZLIB::ZLIB PkgConfig::LZ4 PkgConfig::ZSTD PkgConfig::OPENSSL Threads::Threads
     CORPUS ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus/fuzz_kafka_connection)
   target_include_directories(fuzz_kafka_connection PRIVATE
     ${PROJECT_SOURCE_DIR}/producer/include ${PROJECT_SOURCE_DIR}/producer/src)

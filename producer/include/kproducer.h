@@ -38,7 +38,11 @@ extern "C" {
     X(BROKER, -16, "the broker rejected the record with a non-retriable error")        \
     X(UNKNOWN_PARTITION, -17, "partition out of range for the topic")                  \
     X(RETRIES_EXHAUSTED, -18, "retriable error after all retries were used")           \
-    X(TIMED_OUT, -19, "operation timed out")
+    X(TIMED_OUT, -19, "operation timed out")                                           \
+    X(AUTH, -20, "SASL authentication failed (wrong credentials or mechanism)")        \
+    X(TLS, -21, "TLS handshake with the broker failed")                                \
+    X(TLS_UNTRUSTED, -22, "the broker's certificate is not trusted (ssl.truststore)")  \
+    X(TLS_HOSTNAME, -23, "the broker's certificate does not match its host name")
 
 typedef enum kp_errno {
 #define KP_ERRNO_ENUM(name, code, text) KP_E##name = code,
@@ -66,6 +70,18 @@ const char *kp_strerror(int code);
  * client: batch.max.size (262144; KIP-782): a partition's open batch grows past batch.size, in
  * batch.size blocks, while an older batch of that partition waits to be sent; at most
  * max.request.size; batch.size or less disables growth.
+ *
+ * Security (the Java client's names, librdkafka's as aliases): security.protocol
+ * (PLAINTEXT|SSL|SASL_PLAINTEXT|SASL_SSL; PLAINTEXT); ssl.truststore.type and
+ * ssl.keystore.type (PEM only); ssl.truststore.location (alias ssl.ca.location; empty: the
+ * system's CA store); ssl.keystore.location (alias ssl.certificate.location: a PEM file with
+ * the client certificate chain, and the private key unless ssl.key.location names another
+ * file); ssl.key.password (for an encrypted key); ssl.endpoint.identification.algorithm
+ * (https: the broker certificate must name the host; empty: not checked); sasl.mechanism
+ * (PLAIN|SCRAM-SHA-256|SCRAM-SHA-512; PLAIN); sasl.jaas.config (PlainLoginModule or
+ * ScramLoginModule with username= and password= options) or sasl.username and
+ * sasl.password. Secret values (ssl.key.password, sasl.password, sasl.jaas.config) never
+ * appear in a message of this library.
  *
  * A conf is not thread-safe: one thread builds it, then hands it to kp_producer_new().
  */
@@ -183,6 +199,14 @@ int kp_close(kp_producer_t *p, int timeout_ms);
 
 /* Fills *stats with a snapshot of the counters. Any thread; never blocks for long. */
 void kp_stats(kp_producer_t *p, kp_stats_t *stats);
+
+/*
+ * The most recent connection-level failure (KP_ETLS*, KP_EAUTH) since a connection last
+ * became ready: returns its code (0: none) and writes a message naming the broker and, for
+ * SASL, the mechanism into buf (when not NULL; truncated to len). The message never holds a
+ * secret. Any thread; never blocks for long.
+ */
+int kp_last_error(kp_producer_t *p, char *buf, size_t len);
 
 #ifdef __cplusplus
 }

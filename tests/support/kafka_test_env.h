@@ -342,13 +342,15 @@ static inline int sw_test_kafka_bootstrap_or_start(sw_test_kafka_t *k, const cha
  * `offset` (-1 = from the beginning), printed with kcat's -f `format` (e.g. "%k|%s\n"; see
  * kcat -h; -D/-K are not used). kcat stops at the end of the partition, after `count` records
  * (count <= 0: no limit), or after 60 s. Returns kcat's output in a malloc'd NUL-terminated
- * buffer (caller frees; *len bytes, may contain NULs) or NULL on failure. */
-static inline char *sw_test_kafka_consume(const char *bootstrap, const char *topic, int partition,
-                                          int64_t offset, int count, const char *format,
-                                          size_t *len)
+ * buffer (caller frees; *len bytes, may contain NULs) or NULL on failure. props: NULL or a
+ * NULL-terminated list of up to 16 librdkafka "name=value" settings passed as -X (e.g.
+ * "security.protocol=SASL_SSL"); sw_test_kafka_consume() passes none. */
+static inline char *sw_test_kafka_consume_x(const char *bootstrap, const char *topic, int partition,
+                                            int64_t offset, int count, const char *format,
+                                            const char *const *props, size_t *len)
 {
     char part[16], off[32], cnt[16], *out = NULL;
-    char *argv[24];
+    char *argv[24 + 2 * 16];
     int argc = 0, rc;
     size_t n = 0;
 
@@ -379,6 +381,10 @@ static inline char *sw_test_kafka_consume(const char *bootstrap, const char *top
     }
     argv[argc++] = (char *)"-f";
     argv[argc++] = (char *)format;
+    for (int i = 0; props && props[i] && i < 16; i++) {
+        argv[argc++] = (char *)"-X";
+        argv[argc++] = (char *)props[i];
+    }
     argv[argc] = NULL;
     rc = sw_test_kafka_exec(argv, &out, &n);
     if (rc != 0) {
@@ -391,6 +397,13 @@ static inline char *sw_test_kafka_consume(const char *bootstrap, const char *top
         *len = n;
     }
     return out;
+}
+
+static inline char *sw_test_kafka_consume(const char *bootstrap, const char *topic, int partition,
+                                          int64_t offset, int count, const char *format,
+                                          size_t *len)
+{
+    return sw_test_kafka_consume_x(bootstrap, topic, partition, offset, count, format, NULL, len);
 }
 
 #endif /* SW_TEST_KAFKA_TEST_ENV_H */

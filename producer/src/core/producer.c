@@ -12,6 +12,7 @@
 
 #include "core/clock.h"
 #include "core/producer_impl.h"
+#include "core/tls.h"
 
 void kp__producer_wake(void *arg)
 {
@@ -75,6 +76,7 @@ static void producer_free(kp_producer_t *p)
         while ((r = kp__in_flight_pop(&p->conns[i]->in_flight))) {
             kp__request_free(r);
         }
+        kp__tls_free(p->conns[i]);
         if (p->conns[i]->fd >= 0) {
             close(p->conns[i]->fd);
         }
@@ -95,6 +97,9 @@ static void producer_free(kp_producer_t *p)
     kp__buffer_pool_destroy(p->pool);
     pthread_cond_destroy(&p->done_cond);
     pthread_mutex_destroy(&p->done_lock);
+    pthread_mutex_destroy(&p->error_lock);
+    kp__tls_ctx_free(p->tls_ctx);
+    memset(p->sasl_password, 0, sizeof p->sasl_password);
     free(p);
 }
 
@@ -123,6 +128,7 @@ kp_producer_t *kp_producer_new(const kp_conf_t *conf, char *errbuf, size_t errle
     p->producer_epoch = -1;
     p->epfd = p->wakefd = -1;
     pthread_mutex_init(&p->done_lock, NULL);
+    pthread_mutex_init(&p->error_lock, NULL);
     pthread_condattr_t attr;
     pthread_condattr_init(&attr);
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
@@ -135,6 +141,13 @@ kp_producer_t *kp_producer_new(const kp_conf_t *conf, char *errbuf, size_t errle
                                                                         : p->conf.max_request_size;
     kp__accumulator_init(&p->acc, p->pool, p->conf.batch_size, grow_to, p->conf.linger_ms);
     int rc = p->pool ? add_bootstrap(p, errbuf, errlen) : KP_ENOMEM;
+    if (rc == 0 && kp__conf_tls(&p->conf)) {
+        rc = kp__tls_ctx_new(&p->conf, &p->tls_ctx, errbuf, errlen);
+    }
+    if (rc == 0 && kp__conf_sasl(&p->conf)) {
+        rc = kp__conf_sasl_credentials(&p->conf, p->sasl_username, sizeof p->sasl_username,
+                                       p->sasl_password, sizeof p->sasl_password, errbuf, errlen);
+    }
     if (rc == 0) {
         p->epfd = epoll_create1(EPOLL_CLOEXEC);
         p->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -351,4 +364,26 @@ void kp_stats(kp_producer_t *p, kp_stats_t *s)
     s->pool_available = kp__buffer_pool_available(p->pool);
     s->pool_waiters = kp__buffer_pool_waiters(p->pool);
     s->requests_in_flight = atomic_load_explicit(&p->st_in_flight, memory_order_relaxed);
+}
+
+void kp__sender_set_error(kp_producer_t *p, int code, const char *msg)
+{
+    pthread_mutex_lock(&p->error_lock);
+    p->last_error = code;
+    snprintf(p->last_error_msg, sizeof p->last_error_msg, "%s", msg ? msg : "");
+    pthread_mutex_unlock(&p->error_lock);
+}
+
+int kp_last_error(kp_producer_t *p, char *buf, size_t len)
+{
+    if (!p) {
+        return KP_EINVAL;
+    }
+    pthread_mutex_lock(&p->error_lock);
+    int code = p->last_error;
+    if (buf && len > 0) {
+        snprintf(buf, len, "%s", code ? p->last_error_msg : "");
+    }
+    pthread_mutex_unlock(&p->error_lock);
+    return code;
 }

@@ -35,6 +35,19 @@ if(TARGET kproducer_internal)
   target_include_directories(fuzz_kafka_connection PRIVATE
     ${PROJECT_SOURCE_DIR}/producer/include ${PROJECT_SOURCE_DIR}/producer/src)
 
+  # What a broker or a user hands the SASL code: SCRAM server-first / server-final messages
+  # and sasl.jaas.config entries (tests/fuzz/fuzz_scram.c).
+  sw_add_fuzzer(fuzz_scram
+    SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz_scram.c
+            ${PROJECT_SOURCE_DIR}/producer/src/core/scram.c
+            ${PROJECT_SOURCE_DIR}/producer/src/core/jaas.c
+            ${PROJECT_SOURCE_DIR}/producer/src/core/conf.c
+            ${PROJECT_SOURCE_DIR}/producer/src/errors.c
+    LIBS PkgConfig::OPENSSL
+    CORPUS ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus/fuzz_scram)
+  target_include_directories(fuzz_scram PRIVATE
+    ${PROJECT_SOURCE_DIR}/producer/include ${PROJECT_SOURCE_DIR}/producer/src)
+
   sw_add_bench(kafka_codec_bench
     SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/bench/kafka_codec_bench.c
     LIBS kproducer_internal)

@@ -106,8 +106,14 @@ static void kafka_report(sw__reporter_t *self, const sw__report_record_t *record
         }
         failed++;
         if (rc != r->last_error_logged) { /* one line per change of error, not per record */
-            sw__log(SW_LOG_WARN, "kafka: cannot send a segment to %s: %s", r->topic_segment,
-                    kp_strerror(rc));
+            /* A TLS or SASL failure has the producer's own account: which broker, which
+               mechanism or certificate check (never a secret). */
+            char why[512];
+            if (kp_last_error(r->producer, why, sizeof why) != rc) {
+                snprintf(why, sizeof why, "%s", kp_strerror(rc));
+            }
+            sw__log(SW_LOG_WARN, "kafka: cannot send a segment to %s: %s (%s)", r->topic_segment,
+                    why, kp_err_name(rc));
             r->last_error_logged = rc;
         }
         give_up = error_is_blocking(rc);

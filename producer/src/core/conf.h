@@ -81,7 +81,7 @@ bool kp__conf_idempotent(const struct kp_conf *conf);
 bool kp__conf_tls(const struct kp_conf *conf);
 bool kp__conf_sasl(const struct kp_conf *conf);
 
-/* The SASL credentials: from sasl.jaas.config when set (parsed by kp__jaas_parse, sasl.c),
+/* The SASL credentials: from sasl.jaas.config when set (kp__jaas_parse, jaas.c),
  * else sasl.username / sasl.password. Returns 0 or KP_ECONF with a message that never holds
  * the password or the JAAS text. */
 int kp__conf_sasl_credentials(const struct kp_conf *conf, char *user, size_t user_len, char *pass,

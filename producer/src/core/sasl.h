@@ -2,8 +2,7 @@
  * sasl.h - SASL authentication of broker connections (security.protocol SASL_PLAINTEXT and
  * SASL_SSL): SaslHandshake v1 then SaslAuthenticate (KIP-152) with PLAIN (RFC 4616) or
  * SCRAM-SHA-256/512 (scram.h), re-authentication before the broker's session_lifetime_ms
- * runs out (KIP-368), and the sasl.jaas.config parser. Sender thread only, except
- * kp__jaas_parse (pure).
+ * runs out (KIP-368); credentials from jaas.c. Sender thread only.
  */
 #ifndef KP_CORE_SASL_H
 #define KP_CORE_SASL_H
@@ -13,15 +12,6 @@
 
 #include "core/producer_impl.h"
 #include "wire/protocol.h"
-
-/* Parses a Java JAAS entry: `<LoginModule class> <required|requisite|sufficient|optional>
- * [name=value]... ;` where a value is a double-quoted string (\" and \\ escapes) or a bare
- * word, and takes its username and password options. The class must fit the mechanism
- * (PlainLoginModule for PLAIN, ScramLoginModule for SCRAM-*). Returns 0 or KP_ECONF with a
- * message that names an offset or an option name, never the text or a value. Fuzzed by
- * fuzz_scram. */
-int kp__jaas_parse(const char *text, int mechanism, char *user, size_t user_len, char *pass,
-                   size_t pass_len, char *errbuf, size_t errlen);
 
 /* After the ApiVersions handshake of a SASL connection: checks the broker's SASL API
  * versions and sends SaslHandshake (state AUTHENTICATING). Returns 0 or -1 (close). */

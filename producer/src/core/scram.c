@@ -106,8 +106,9 @@ int kp__scram_parse_server_first(const kp__scram_t *s, const char *msg, size_t l
         size_t vn = n - 2;
         if (attr == 0) {
             if (a[0] != 'r') {
-                return fail(err, errlen, "server-first: does not start with r= (a mandatory "
-                                         "extension?)");
+                return fail(err, errlen,
+                            "server-first: does not start with r= (a mandatory "
+                            "extension?)");
             }
             for (size_t i = 0; i < vn; i++) {
                 if (v[i] < 0x21 || v[i] > 0x7e) {
@@ -184,8 +185,7 @@ int kp__scram_client_final(kp__scram_t *s, const char *password, const char *ser
               EVP_Digest(client_key, hlen, stored_key, &l, md, NULL) == 1 &&
               HMAC(md, stored_key, (int)hlen, (const uint8_t *)am, am_len, client_sig, &l) &&
               HMAC(md, salted, (int)hlen, (const uint8_t *)"Server Key", 10, server_key, &l) &&
-              HMAC(md, server_key, (int)hlen, (const uint8_t *)am, am_len, s->server_signature,
-                   &l);
+              HMAC(md, server_key, (int)hlen, (const uint8_t *)am, am_len, s->server_signature, &l);
     OPENSSL_free(am);
     if (!ok) {
         OPENSSL_cleanse(salted, sizeof salted);

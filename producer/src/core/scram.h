@@ -23,9 +23,9 @@
 #define KP__SCRAM_MAX_ITERATIONS 65536
 
 typedef struct kp__scram {
-    int sha;                    /* 256 or 512 */
+    int sha;                     /* 256 or 512 */
     char client_first_bare[800]; /* n=<user>,r=<nonce> */
-    size_t nonce_len;           /* the client nonce is the tail of client_first_bare */
+    size_t nonce_len;            /* the client nonce is the tail of client_first_bare */
     uint8_t server_signature[64];
     size_t sig_len;
 } kp__scram_t;

@@ -4,6 +4,10 @@
 #include "core/tls.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/socket.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
@@ -89,6 +93,89 @@ void kp__tls_ctx_free(void *ctx)
     SSL_CTX_free(ctx);
 }
 
+/* ---- a socket BIO that never raises SIGPIPE --------------------------------------------
+ * OpenSSL's socket BIO writes with write(2): a broker that resets the connection (a TLS
+ * client at a plaintext listener, say) would kill the host process with SIGPIPE. This one
+ * sends with MSG_NOSIGNAL, like the plaintext path (connection.c). */
+
+static int nosig_write(BIO *b, const char *buf, int len)
+{
+    ssize_t n;
+    do {
+        n = send(BIO_get_fd(b, NULL), buf, (size_t)len, MSG_NOSIGNAL);
+    } while (n < 0 && errno == EINTR);
+    BIO_clear_retry_flags(b);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        BIO_set_retry_write(b);
+    }
+    return (int)n;
+}
+
+static int nosig_read(BIO *b, char *buf, int len)
+{
+    ssize_t n;
+    do {
+        n = recv(BIO_get_fd(b, NULL), buf, (size_t)len, 0);
+    } while (n < 0 && errno == EINTR);
+    BIO_clear_retry_flags(b);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        BIO_set_retry_read(b);
+    }
+    return (int)n;
+}
+
+static long nosig_ctrl(BIO *b, int cmd, long num, void *ptr)
+{
+    switch (cmd) {
+    case BIO_C_SET_FD:
+        BIO_set_data(b, (void *)(intptr_t)(*(int *)ptr));
+        BIO_set_init(b, 1);
+        (void)num;
+        return 1;
+    case BIO_C_GET_FD:
+        if (ptr) {
+            *(int *)ptr = (int)(intptr_t)BIO_get_data(b);
+        }
+        return (int)(intptr_t)BIO_get_data(b);
+    case BIO_CTRL_FLUSH:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+static int nosig_create(BIO *b)
+{
+    BIO_set_data(b, (void *)(intptr_t)-1);
+    return 1;
+}
+
+/* The method table, made once (pthread_once) and kept for the process's life. */
+static BIO_METHOD *nosig_method;
+static pthread_once_t nosig_once = PTHREAD_ONCE_INIT;
+
+static void nosig_init(void)
+{
+    BIO_METHOD *m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK | BIO_TYPE_DESCRIPTOR,
+                                 "kproducer socket");
+    if (m && BIO_meth_set_write(m, nosig_write) == 1 && BIO_meth_set_read(m, nosig_read) == 1 &&
+        BIO_meth_set_ctrl(m, nosig_ctrl) == 1 && BIO_meth_set_create(m, nosig_create) == 1) {
+        nosig_method = m;
+    } else {
+        BIO_meth_free(m);
+    }
+}
+
+static BIO *nosig_bio(int fd)
+{
+    pthread_once(&nosig_once, nosig_init);
+    BIO *b = nosig_method ? BIO_new(nosig_method) : NULL;
+    if (b) {
+        BIO_set_fd(b, fd, BIO_NOCLOSE);
+    }
+    return b;
+}
+
 static bool is_ip_literal(const char *host)
 {
     unsigned char buf[sizeof(struct in6_addr)];
@@ -103,7 +190,11 @@ int kp__tls_start(kp__conn_t *c, void *ctx, bool verify_host)
         return KP_ENOMEM;
     }
     bool ip = is_ip_literal(c->host);
-    int ok = SSL_set_fd(ssl, c->fd);
+    BIO *bio = nosig_bio(c->fd);
+    int ok = bio ? 1 : 0;
+    if (bio) {
+        SSL_set_bio(ssl, bio, bio); /* ssl owns it now */
+    }
     if (ok == 1 && !ip) {
         ok = (int)SSL_set_tlsext_host_name(ssl, c->host); /* SNI names hosts, never addresses */
     }
@@ -139,9 +230,10 @@ int kp__tls_handshake(kp__conn_t *c, bool *want_write, char *err, size_t errlen)
     char detail[320] = "";
     if (v == X509_V_ERR_HOSTNAME_MISMATCH || v == X509_V_ERR_IP_ADDRESS_MISMATCH) {
         code = KP_ETLS_HOSTNAME;
-        snprintf(detail, sizeof detail,
-                 "the certificate does not name %.180s (ssl.endpoint.identification.algorithm=https)",
-                 c->host);
+        snprintf(
+            detail, sizeof detail,
+            "the certificate does not name %.180s (ssl.endpoint.identification.algorithm=https)",
+            c->host);
     } else if (v != X509_V_OK) {
         code = KP_ETLS_UNTRUSTED;
         snprintf(detail, sizeof detail, "certificate not trusted: %s",

@@ -156,7 +156,10 @@ kp_producer_t *kp_producer_new(const kp_conf_t *conf, char *errbuf, size_t errle
  * (and cb never runs): KP_EMSG_SIZE_TOO_LARGE at once for a record larger than
  * max.request.size or buffer.memory; KP_EMETADATA_TIMEOUT or KP_EUNKNOWN_TOPIC after waiting
  * max.block.ms for metadata; KP_EBUFFER_TIMEOUT after waiting what is left of max.block.ms
- * for buffer memory; KP_EUNKNOWN_PARTITION; KP_ECLOSED after kp_close(); KP_EINVAL.
+ * for buffer memory; KP_EUNKNOWN_PARTITION; KP_ECLOSED after kp_close(); KP_EINVAL;
+ * KP_EAUTH / KP_ETLS / KP_ETLS_UNTRUSTED / KP_ETLS_HOSTNAME at once, while the topic's metadata
+ * is unknown, when the last connection attempt failed authentication (kp_last_error says
+ * more).
  * Any thread except the sender (callbacks); blocks only as described.
  * Shutdown: once kp_close() has begun, a kp_send() blocked waiting for metadata or buffer
  * memory returns KP_ECLOSED at once (it does not sit out max.block.ms), and a kp_send()

@@ -51,7 +51,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char user[64], pass[64];
     for (int mech = KP__SASL_PLAIN; mech <= KP__SASL_SCRAM_SHA_512; mech++) {
         rc = kp__jaas_parse(text, mech, user, sizeof user, pass, sizeof pass, err, sizeof err);
-        if (rc != 0 && (rc != KP_ECONF || pass[0] != '\0' || memchr(err, '\0', sizeof err) == NULL)) {
+        if (rc != 0 &&
+            (rc != KP_ECONF || pass[0] != '\0' || memchr(err, '\0', sizeof err) == NULL)) {
             abort();
         }
     }

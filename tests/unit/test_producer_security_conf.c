@@ -124,8 +124,8 @@ Test(security_conf, validate_checks_sasl_credentials_and_key_password)
     cr_assert_not_null(strstr(err, "sasl.jaas.config"), "%s", err);
     kp_conf_destroy(c);
 
-    const char *user[] = {"security.protocol", "SASL_SSL", "sasl.username", "u",
-                          "sasl.password",     PW,         NULL};
+    const char *user[] = {
+        "security.protocol", "SASL_SSL", "sasl.username", "u", "sasl.password", PW, NULL};
     c = conf_with(user);
     cr_assert_eq(kp_conf_validate(c, err, sizeof err), 0, "%s", err);
     kp_conf_destroy(c);
@@ -167,9 +167,9 @@ Test(security_conf, jaas_entries_of_the_java_client)
                  0, "%s", err);
     cr_assert_str_eq(u, "bob");
     cr_assert_str_eq(p, "pw2");
-    cr_assert_eq(jaas("ScramLoginModule optional username=\"a,b=c\" password=\"\";",
-                      KP__SASL_SCRAM_SHA_512),
-                 0, "%s", err);
+    cr_assert_eq(
+        jaas("ScramLoginModule optional username=\"a,b=c\" password=\"\";", KP__SASL_SCRAM_SHA_512),
+        0, "%s", err);
     cr_assert_str_eq(u, "a,b=c");
     cr_assert_str_eq(p, "");
 }
@@ -203,9 +203,11 @@ Test(security_conf, bad_jaas_entries_are_refused_without_the_text)
 
 /* RFC 7677 section 3: user "user", password "pencil". */
 #define C_NONCE "rOprNGfwEbeRWgbNEkqO"
-#define S_FIRST "r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096"
-#define C_FINAL                                                                                    \
-    "c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgs" \
+#define S_FIRST \
+    "r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096"
+#define C_FINAL                                                                      \
+    "c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,p=dHzbZapWIk4jUhN+" \
+    "Ute9ytag9zjfMHgs"                                                               \
     "qmmiz7AndVQ="
 #define S_FINAL "v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4="
 
@@ -273,22 +275,26 @@ Test(security_conf, scram_server_first_is_checked)
                  "bad base64");
     cr_assert_eq(server_first("r=" C_NONCE "abc,s=,i=4096"), KP_EMALFORMED);
     cr_assert_eq(server_first("r=" C_NONCE "abc,s=W22ZaJ0SNY7soEsUEjb6gQ=="), KP_EMALFORMED);
-    cr_assert_eq(server_first("r=" C_NONCE "abc,i=4096,s=W22ZaJ0SNY7soEsUEjb6gQ=="),
-                 KP_EMALFORMED);
+    cr_assert_eq(server_first("r=" C_NONCE "abc,i=4096,s=W22ZaJ0SNY7soEsUEjb6gQ=="), KP_EMALFORMED);
     cr_assert_eq(server_first(""), KP_EMALFORMED);
 }
 
 Test(security_conf, producer_new_names_unreadable_tls_files)
 {
-    const char *kv[] = {"security.protocol", "SSL", "ssl.truststore.location", "/nonexistent/ca.pem",
-                        NULL};
+    const char *kv[] = {"security.protocol", "SSL", "ssl.truststore.location",
+                        "/nonexistent/ca.pem", NULL};
     kp_conf_t *c = conf_with(kv);
     cr_assert_null(kp_producer_new(c, err, sizeof err));
     cr_assert_not_null(strstr(err, "/nonexistent/ca.pem"), "%s", err);
     cr_assert_not_null(strstr(err, "ssl.truststore.location"), "%s", err);
     kp_conf_destroy(c);
-    const char *ks[] = {"security.protocol", "SSL", "ssl.keystore.location", "/nonexistent/k.pem",
-                        "ssl.key.password",  PW,    NULL};
+    const char *ks[] = {"security.protocol",
+                        "SSL",
+                        "ssl.keystore.location",
+                        "/nonexistent/k.pem",
+                        "ssl.key.password",
+                        PW,
+                        NULL};
     c = conf_with(ks);
     cr_assert_null(kp_producer_new(c, err, sizeof err));
     cr_assert_not_null(strstr(err, "/nonexistent/k.pem"), "%s", err);

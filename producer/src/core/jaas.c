@@ -12,8 +12,8 @@
 static int jaas_fail(char *errbuf, size_t errlen, const char *why, size_t offset)
 {
     if (errbuf && errlen > 0) {
-        snprintf(errbuf, errlen, "sasl.jaas.config: %s at offset %zu (the value is not shown)",
-                 why, offset);
+        snprintf(errbuf, errlen, "sasl.jaas.config: %s at offset %zu (the value is not shown)", why,
+                 offset);
     }
     return KP_ECONF;
 }

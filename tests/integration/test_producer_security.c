@@ -260,38 +260,32 @@ static void sasl_kcat_props(const char **x, char *xu, char *xp, const char *prot
     x[5] = NULL;
 }
 
-Test(security, sasl_plaintext_plain_jaas, .init = setup, .timeout = 300)
+/* SASL_PLAINTEXT with the credentials in a JAAS entry of `module` for `mechanism`. */
+static void sasl_jaas_round_trip(const char *module, const char *mechanism, const char *what)
 {
     char b[64], tag[96], j[512], xu[100], xp[160], xca[720];
     listener("sasl", b, sizeof b);
-    jaas(j, sizeof j, "plain.PlainLoginModule", pass);
+    jaas(j, sizeof j, module, pass);
     const char *kv[] = {"security.protocol",
                         "SASL_PLAINTEXT",
                         "sasl.mechanism",
-                        "PLAIN",
+                        mechanism,
                         "sasl.jaas.config",
                         j,
                         NULL};
     const char *x[6];
     sasl_kcat_props(x, xu, xp, "SASL_PLAINTEXT", xca);
-    round_trip(b, kv, tag_of("plain", tag, sizeof tag), x);
+    round_trip(b, kv, tag_of(what, tag, sizeof tag), x);
+}
+
+Test(security, sasl_plaintext_plain_jaas, .init = setup, .timeout = 300)
+{
+    sasl_jaas_round_trip("plain.PlainLoginModule", "PLAIN", "plain");
 }
 
 Test(security, sasl_plaintext_scram_sha_512_jaas, .init = setup, .timeout = 300)
 {
-    char b[64], tag[96], j[512], xu[100], xp[160], xca[720];
-    listener("sasl", b, sizeof b);
-    jaas(j, sizeof j, "scram.ScramLoginModule", pass);
-    const char *kv[] = {"security.protocol",
-                        "SASL_PLAINTEXT",
-                        "sasl.mechanism",
-                        "SCRAM-SHA-512",
-                        "sasl.jaas.config",
-                        j,
-                        NULL};
-    const char *x[6];
-    sasl_kcat_props(x, xu, xp, "SASL_PLAINTEXT", xca);
-    round_trip(b, kv, tag_of("scram512", tag, sizeof tag), x);
+    sasl_jaas_round_trip("scram.ScramLoginModule", "SCRAM-SHA-512", "scram512");
 }
 
 Test(security, sasl_ssl_scram_sha_256_librdkafka_names, .init = setup, .timeout = 300)

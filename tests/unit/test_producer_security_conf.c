@@ -13,6 +13,7 @@
 #include "core/jaas.h"
 #include "core/scram.h"
 #include "kproducer.h"
+#include "producer_test_util.h"
 
 #define PW "s3cr\"et\\pw"
 
@@ -72,26 +73,14 @@ Test(security_conf, values_and_aliases_are_stored)
     kp_conf_destroy(c);
 }
 
-static void expect_bad(const char *name, const char *value, const char *mention)
-{
-    kp_conf_t *c = kp_conf_new();
-    struct kp_conf before = *c;
-    err[0] = '\0';
-    cr_assert_eq(kp_conf_set(c, name, value, err, sizeof err), KP_ECONF, "%s=%s accepted", name,
-                 value);
-    cr_assert_not_null(strstr(err, mention), "'%s' not in: %s", mention, err);
-    cr_assert_eq(memcmp(&before, c, sizeof before), 0, "a failed set changed the conf");
-    kp_conf_destroy(c);
-}
-
 Test(security_conf, bad_values_are_named)
 {
-    expect_bad("security.protocol", "TLS", "PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL");
-    expect_bad("sasl.mechanism", "GSSAPI", "PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512");
-    expect_bad("sasl.mechanism", "OAUTHBEARER", "sasl.mechanism");
-    expect_bad("ssl.truststore.type", "JKS", "PEM files only");
-    expect_bad("ssl.keystore.type", "PKCS12", "PEM files only");
-    expect_bad("ssl.endpoint.identification.algorithm", "http", "https or empty");
+    conf_expect_bad("security.protocol", "TLS", "PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL");
+    conf_expect_bad("sasl.mechanism", "GSSAPI", "PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512");
+    conf_expect_bad("sasl.mechanism", "OAUTHBEARER", "sasl.mechanism");
+    conf_expect_bad("ssl.truststore.type", "JKS", "PEM files only");
+    conf_expect_bad("ssl.keystore.type", "PKCS12", "PEM files only");
+    conf_expect_bad("ssl.endpoint.identification.algorithm", "http", "https or empty");
 }
 
 Test(security_conf, secret_values_are_never_in_messages)
@@ -176,29 +165,26 @@ Test(security_conf, jaas_entries_of_the_java_client)
 
 Test(security_conf, bad_jaas_entries_are_refused_without_the_text)
 {
-    const char *plain = "org.apache.kafka.common.security.plain.PlainLoginModule";
-    char t[512];
-    cr_assert_eq(jaas("org.apache.kafka.common.security.scram.ScramLoginModule required "
-                      "username=\"a\" password=\"s3cr\";",
-                      KP__SASL_PLAIN),
-                 KP_ECONF);
-    cr_assert_not_null(strstr(err, "PlainLoginModule"), "%s", err);
-    snprintf(t, sizeof t, "%s mandatory username=\"a\" password=\"s3cr\";", plain);
-    cr_assert_eq(jaas(t, KP__SASL_PLAIN), KP_ECONF);
-    snprintf(t, sizeof t, "%s required username=\"a\" password=\"s3cr\"", plain);
-    cr_assert_eq(jaas(t, KP__SASL_PLAIN), KP_ECONF);
-    cr_assert_not_null(strstr(err, "';'"), "%s", err);
-    snprintf(t, sizeof t, "%s required username=\"a\" password=\"s3cr;", plain);
-    cr_assert_eq(jaas(t, KP__SASL_PLAIN), KP_ECONF);
-    cr_assert_not_null(strstr(err, "unterminated"), "%s", err);
-    snprintf(t, sizeof t, "%s required username=\"a\" password \"s3cr\";", plain);
-    cr_assert_eq(jaas(t, KP__SASL_PLAIN), KP_ECONF);
-    snprintf(t, sizeof t, "%s required password=\"s3cr\";", plain);
-    cr_assert_eq(jaas(t, KP__SASL_PLAIN), KP_ECONF);
-    cr_assert_not_null(strstr(err, "username"), "%s", err);
-    snprintf(t, sizeof t, "%s required username=\"a\" password=\"s3cr\"; x", plain);
-    cr_assert_eq(jaas(t, KP__SASL_PLAIN), KP_ECONF);
-    cr_assert_eq(jaas("", KP__SASL_PLAIN), KP_ECONF);
+    /* %s: the PlainLoginModule class; the second column must be in the message. */
+    static const char *const bad[][2] = {
+        {"org.apache.kafka.common.security.scram.ScramLoginModule required username=\"a\" "
+         "password=\"s3cr\";",
+         "PlainLoginModule"},
+        {"%s mandatory username=\"a\" password=\"s3cr\";", "required, requisite"},
+        {"%s required username=\"a\" password=\"s3cr\"", "';'"},
+        {"%s required username=\"a\" password=\"s3cr;", "unterminated"},
+        {"%s required username=\"a\" password \"s3cr\";", "name=value"},
+        {"%s required password=\"s3cr\";", "username"},
+        {"%s required username=\"a\" password=\"s3cr\"; x", "after the closing"},
+        {"", "login module"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char t[512];
+        snprintf(t, sizeof t, bad[i][0], "org.apache.kafka.common.security.plain.PlainLoginModule");
+        cr_assert_eq(jaas(t, KP__SASL_PLAIN), KP_ECONF, "accepted: %s", t);
+        cr_assert_not_null(strstr(err, bad[i][1]), "'%s' not in: %s", bad[i][1], err);
+        cr_assert_eq(p[0], '\0', "a refused entry left a password behind");
+    }
 }
 
 /* RFC 7677 section 3: user "user", password "pencil". */

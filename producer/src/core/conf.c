@@ -8,6 +8,7 @@
 #include "core/conf.h"
 
 #include <errno.h>
+#include <openssl/crypto.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -149,8 +150,19 @@ kp_conf_t *kp_conf_new(void)
     return conf;
 }
 
+void kp__conf_wipe_secrets(struct kp_conf *conf)
+{
+    /* OPENSSL_cleanse: a memset the compiler cannot drop before free(). */
+    OPENSSL_cleanse(conf->ssl_key_password, sizeof conf->ssl_key_password);
+    OPENSSL_cleanse(conf->sasl_password, sizeof conf->sasl_password);
+    OPENSSL_cleanse(conf->sasl_jaas_config, sizeof conf->sasl_jaas_config);
+}
+
 void kp_conf_destroy(kp_conf_t *conf)
 {
+    if (conf) {
+        kp__conf_wipe_secrets(conf);
+    }
     free(conf);
 }
 

@@ -87,6 +87,10 @@ bool kp__conf_sasl(const struct kp_conf *conf);
 int kp__conf_sasl_credentials(const struct kp_conf *conf, char *user, size_t user_len, char *pass,
                               size_t pass_len, char *errbuf, size_t errlen);
 
+/* Overwrites the secret settings (key password, SASL password, JAAS text) before a conf is
+ * freed. */
+void kp__conf_wipe_secrets(struct kp_conf *conf);
+
 /* "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512". */
 const char *kp__conf_mechanism_name(int mechanism);
 

@@ -3,6 +3,7 @@
  * accumulator), kp_flush, kp_close, kp_stats.
  */
 #include <errno.h>
+#include <openssl/crypto.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,7 +100,8 @@ static void producer_free(kp_producer_t *p)
     pthread_mutex_destroy(&p->done_lock);
     pthread_mutex_destroy(&p->error_lock);
     kp__tls_ctx_free(p->tls_ctx);
-    memset(p->sasl_password, 0, sizeof p->sasl_password);
+    kp__conf_wipe_secrets(&p->conf);
+    OPENSSL_cleanse(p->sasl_password, sizeof p->sasl_password);
     free(p);
 }
 

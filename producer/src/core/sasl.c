@@ -4,6 +4,7 @@
  */
 #include "core/sasl.h"
 
+#include <openssl/crypto.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,7 +85,7 @@ int kp__sasl_begin(kp_producer_t *p, kp__conn_t *c, const kp_api_version_range_t
 /* The first SaslAuthenticate of the mechanism: PLAIN's whole message, SCRAM's client-first. */
 static int first_message(kp_producer_t *p, kp__conn_t *c, int64_t now)
 {
-    char buf[2 * KP__SECRET_MAX + 8];
+    char buf[1024]; /* PLAIN: 2 + 255 + 255; SCRAM: a user name of 255 escaped to 765 */
     size_t len;
     if (p->conf.sasl_mechanism == KP__SASL_PLAIN) {
         /* RFC 4616: [authzid] NUL authcid NUL passwd */
@@ -102,7 +103,7 @@ static int first_message(kp_producer_t *p, kp__conn_t *c, int64_t now)
         len = strlen(buf);
     }
     int rc = send_authenticate(p, c, buf, len, now);
-    memset(buf, 0, sizeof buf);
+    OPENSSL_cleanse(buf, sizeof buf);
     return rc;
 }
 

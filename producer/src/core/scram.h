@@ -24,7 +24,7 @@
 
 typedef struct kp__scram {
     int sha;                     /* 256 or 512 */
-    char client_first_bare[800]; /* n=<user>,r=<nonce> */
+    char client_first_bare[840]; /* n=<user (escaped: up to 765)>,r=<nonce> */
     size_t nonce_len;            /* the client nonce is the tail of client_first_bare */
     uint8_t server_signature[64];
     size_t sig_len;

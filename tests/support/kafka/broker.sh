@@ -29,7 +29,7 @@
 #   mtls        SSL, client certificates required (DIR/tls/client-keystore.pem)
 #   sasl        SASL_PLAINTEXT with PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512
 #   sasl_ssl    SASL_SSL with the same mechanisms
-#   reauth      SASL_PLAINTEXT with connections.max.reauth.ms=3000 (KIP-368 re-authentication)
+#   reauth      SASL_PLAINTEXT with connections.max.reauth.ms=5000 (KIP-368 re-authentication)
 # The certificates are made with openssl at start: DIR/tls/ca.pem (trust this), wrong-ca.pem
 # (an unrelated CA), client-keystore.pem (encrypted key + certificate; key password in
 # DIR/tls/key_password). SASL user: DIR/tls/sasl_user / sasl_password (PLAIN from the JAAS
@@ -187,7 +187,7 @@ EOF
         done
         if [ "$name" = reauth ]; then
             for mech in plain scram-sha-256 scram-sha-512; do
-                echo "listener.name.reauth.$mech.connections.max.reauth.ms=3000"
+                echo "listener.name.reauth.$mech.connections.max.reauth.ms=5000"
             done
         fi
     done

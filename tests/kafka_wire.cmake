@@ -12,7 +12,7 @@ if(TARGET kproducer_internal)
   # Fuzzers compile the wire sources themselves so that libFuzzer's coverage instrumentation
   # (which the library target does not get) reaches the decoders.
   file(GLOB kafka_wire_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/producer/src/wire/*.c)
-  foreach(f api_versions metadata produce init_producer_id record_batch)
+  foreach(f api_versions metadata produce init_producer_id record_batch sasl)
     sw_add_fuzzer(fuzz_kafka_${f}
       SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz_kafka_${f}.c ${kafka_wire_sources}
               ${PROJECT_SOURCE_DIR}/producer/src/errors.c

@@ -199,7 +199,7 @@ static inline int sw_test_kafka_fixture(sw_test_kafka_t *k)
 
 /* Runs `broker.sh <cmd> --dir <k->dir> [extra args...]` (NULL-terminated list of extra
  * arguments) and returns its exit status (0 = success). Blocks until it exits (start waits up
- * to 90 s for the cluster). */
+ * to 120 s for the cluster). */
 static inline int sw_test_kafka_broker_run(const sw_test_kafka_t *k, const char *cmd, ...)
 {
     const char *sh = sw_test_kafka_broker_sh();
@@ -229,7 +229,7 @@ static inline int sw_test_kafka_broker_run(const sw_test_kafka_t *k, const char 
 /* Starts a private cluster of `nodes` (1 or 3) in `dir` (created; anything a previous run left
  * there is stopped first) with the topics in `topics`, a space-separated list of
  * name:partitions[:replication] (may be NULL). Fills k (owned = 1) on success. Blocks until
- * the brokers answer and every topic has leaders (bounded by broker.sh, 90 s). */
+ * the brokers answer and every topic has leaders (bounded by broker.sh, 120 s). */
 static inline int sw_test_kafka_start(sw_test_kafka_t *k, const char *dir, int nodes,
                                       const char *topics)
 {
@@ -293,7 +293,7 @@ static inline int sw_test_kafka_kill_node(const sw_test_kafka_t *k, int node, in
 }
 
 /* Restarts node `node` on its old port with its old data; returns once it serves metadata and
- * is back in the ISR of every partition (bounded, 90 s). */
+ * is back in the ISR of every partition (bounded, 120 s). */
 static inline int sw_test_kafka_start_node(const sw_test_kafka_t *k, int node)
 {
     char n[8];

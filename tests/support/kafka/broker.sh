@@ -36,12 +36,13 @@
 # config, SCRAM credentials created by `kafka-storage format --add-scram`).
 #
 # Environment: SW_KAFKA_LIBS (jar dir; default: the output of scripts/fetch-kafka.sh),
-# SW_KAFKA_JVM_OPTS (replaces the default JVM flags), SW_KAFKA_START_TIMEOUT (default 90 s).
+# SW_KAFKA_JVM_OPTS (replaces the default JVM flags), SW_KAFKA_START_TIMEOUT (default 120 s:
+# a loaded machine; the --security listeners add a few seconds).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../../.." && pwd)
-start_timeout=${SW_KAFKA_START_TIMEOUT:-90}
+start_timeout=${SW_KAFKA_START_TIMEOUT:-120}
 jvm_opts=${SW_KAFKA_JVM_OPTS:-"-Xmx512m -Xms64m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:-UsePerfData -Xss512k -Djava.awt.headless=true"}
 
 die() {

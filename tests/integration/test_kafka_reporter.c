@@ -548,6 +548,13 @@ Test(kafka_reporter, bad_producer_config_is_a_config_error)
     create_fails_with(" =5", "SW_KAFKA_PRODUCER_CONFIG");
     create_fails_with("linger.ms=abc", "linger.ms");
     create_fails_with("enable.idempotence=true,acks=1", "acks");
+    /* Security: bad values, missing credentials, a CA file that cannot be read (the TLS
+       context is made when the reporter is created), a key password with no key. */
+    create_fails_with("security.protocol=TLS", "security.protocol");
+    create_fails_with("security.protocol=SASL_SSL", "sasl.jaas.config");
+    create_fails_with("security.protocol=SSL,ssl.truststore.location=/nonexistent/ca.pem",
+                      "/nonexistent/ca.pem");
+    create_fails_with("security.protocol=SSL,ssl.key.password=pw-Zr1", "ssl.keystore.location");
     /* the whole run through sw_init too: the agent stays off */
     sw_config_t cfg;
     config_kafka(&cfg, "127.0.0.1:9", "cfgerr", "acks=2");

@@ -23,9 +23,11 @@ set(SW_KAFKA_FIXTURE_TOPICS
 
 # The lifetime bounds how long the broker can outlive a ctest run that never reached the
 # cleanup test (ctest killed): its watchdog then kills the JVM.
+# --security adds the TLS and SASL listeners (ssl, badhost, mtls, sasl, sasl_ssl, reauth) that
+# test_producer_security and the Kafka reporter's security cases use; one broker process.
 add_test(NAME kafka_broker_start
   COMMAND ${SW_KAFKA_BROKER_SH} start --dir ${SW_KAFKA_FIXTURE_DIR} --nodes 1
-          ${SW_KAFKA_FIXTURE_TOPICS} --lifetime 7200)
+          ${SW_KAFKA_FIXTURE_TOPICS} --lifetime 7200 --security)
 # 600 s: the first run on a fresh machine resolves ~90 jars with Maven.
 set_tests_properties(kafka_broker_start PROPERTIES
   FIXTURES_SETUP kafka LABELS kafka TIMEOUT 600)

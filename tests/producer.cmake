@@ -3,6 +3,9 @@
 # the producer benchmark against librdkafka.
 sw_add_unit_test(test_buffer_pool SOURCES unit/test_buffer_pool.c LIBS kproducer_internal)
 sw_add_unit_test(test_producer_conf SOURCES unit/test_producer_conf.c LIBS kproducer_internal)
+# security.protocol / ssl.* / sasl.* settings, the JAAS parser and SCRAM (RFC 7677 vectors).
+sw_add_unit_test(test_producer_security_conf SOURCES unit/test_producer_security_conf.c
+                 LIBS kproducer_internal)
 # The sender against the scripted broker test double (tests/support/scripted_broker.h): no
 # real broker, a few seconds, every preset.
 sw_add_unit_test(test_producer_sender SOURCES unit/test_producer_sender.c

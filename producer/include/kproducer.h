@@ -50,7 +50,11 @@ extern "C" {
     X(UNKNOWN_PARTITION, -217, "partition out of range for the topic")                  \
     X(RETRIES_EXHAUSTED, -218, "retriable error after all retries were used")           \
     X(TIMED_OUT, -219, "operation timed out")                                           \
-    X(NETWORK, -220, "broker connection failed: refused, unreachable, reset or closed")
+    X(NETWORK, -220, "broker connection failed: refused, unreachable, reset or closed") \
+    X(AUTH, -221, "SASL authentication failed (wrong credentials or mechanism)")        \
+    X(TLS, -222, "TLS handshake with the broker failed")                                \
+    X(TLS_UNTRUSTED, -223, "the broker's certificate is not trusted (ssl.truststore)")  \
+    X(TLS_HOSTNAME, -224, "the broker's certificate does not match its host name")
 
 typedef enum kp_errno {
     KP_OK = 0,
@@ -81,6 +85,18 @@ const char *kp_strerror(int code);
  * client: batch.max.size (262144; KIP-782): a partition's open batch grows past batch.size, in
  * batch.size blocks, while an older batch of that partition waits to be sent; at most
  * max.request.size; batch.size or less disables growth.
+ *
+ * Security (the Java client's names, librdkafka's as aliases): security.protocol
+ * (PLAINTEXT|SSL|SASL_PLAINTEXT|SASL_SSL; PLAINTEXT); ssl.truststore.type and
+ * ssl.keystore.type (PEM only); ssl.truststore.location (alias ssl.ca.location; empty: the
+ * system's CA store); ssl.keystore.location (alias ssl.certificate.location: a PEM file with
+ * the client certificate chain, and the private key unless ssl.key.location names another
+ * file); ssl.key.password (for an encrypted key); ssl.endpoint.identification.algorithm
+ * (https: the broker certificate must name the host; empty: not checked); sasl.mechanism
+ * (PLAIN|SCRAM-SHA-256|SCRAM-SHA-512; PLAIN); sasl.jaas.config (PlainLoginModule or
+ * ScramLoginModule with username= and password= options) or sasl.username and
+ * sasl.password. Secret values (ssl.key.password, sasl.password, sasl.jaas.config) never
+ * appear in a message of this library.
  *
  * A conf is not thread-safe: one thread builds it, then hands it to kp_producer_new().
  */
@@ -179,7 +195,10 @@ int kp_producer_new(const kp_conf_t *conf, kp_producer_t **out, char *errbuf, si
  *   KP_EBUFFER_TIMEOUT      no buffer memory freed within what is left of max.block.ms;
  *   KP_ECLOSED              kp_stop_accepting() or kp_close() has begun;
  *   KP_ENOMEM               out of memory (for the topic's state, more than 16 headers, or
- *                           a batch's memory within buffer.memory).
+ *                           a batch's memory within buffer.memory);
+ *   KP_EAUTH, KP_ETLS, KP_ETLS_UNTRUSTED, KP_ETLS_HOSTNAME
+ *                           at once, while the topic's metadata is unknown, when the last
+ *                           connection attempt failed authentication (kp_last_error says more).
  * Any thread, a delivery callback of p too (then it never waits, see kp_delivery_cb_t);
  * blocks only as described.
  * Shutdown: once kp_close() has begun, a kp_send() blocked waiting for metadata or buffer
@@ -226,6 +245,14 @@ int kp_close(kp_producer_t *p, int timeout_ms);
 /* Fills *stats with a snapshot of the counters (all zero for a NULL p; a NULL stats is
  * ignored). Any thread; never blocks for long. Cannot fail. */
 void kp_stats(kp_producer_t *p, kp_stats_t *stats);
+
+/*
+ * The most recent connection-level failure (KP_ETLS*, KP_EAUTH) since a connection last
+ * became ready: returns its code (0: none) and writes a message naming the broker and, for
+ * SASL, the mechanism into buf (when not NULL; truncated to len). The message never holds a
+ * secret. Any thread; never blocks for long.
+ */
+int kp_last_error(kp_producer_t *p, char *buf, size_t len);
 
 #ifdef __cplusplus
 }

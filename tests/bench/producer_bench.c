@@ -13,9 +13,12 @@
  *   tuned    the same bytes per request for both: 256 KiB. librdkafka batch.size=262144 (one
  *            partition per request); ours batch.size=262144 and max.request.size=262144 (a
  *            request then carries one batch), both with a 32 MiB buffer.
+ *   sasl_ssl default settings over the broker's sasl_ssl listener (TLS with the test CA and
+ *            host name verification, SASL PLAIN) for both clients.
  * Workloads: default_1k, default_100b, default_1k_gzip, default_1k_lz4, default_1k_zstd,
- * tuned_1k (400k records of ~1 KiB, 2M of ~100 B; --smoke: 3k and 10k). Each is run --reps times
- * (default 3) per client, interleaved and alternating the order (ours first, then librdkafka first,
+ * tuned_1k, sasl_ssl_1k (400k records of ~1 KiB, 2M of ~100 B; --smoke: 3k and 10k). Each is run
+ * --reps times (default 3) per client, interleaved and alternating the order (ours first, then
+ * librdkafka first,
  * ...); ratios are taken per repetition and the median with min-max is printed.
  *
  * Before the measured repetitions, every workload runs once per client at a tenth of the
@@ -27,6 +30,7 @@
  * Under ASan/TSan the librdkafka baseline is skipped (see TEST_SANITIZED).
  *
  * Usage: producer_bench [--smoke] [--reps N] [--bootstrap host:port] [--topic name]
+ *                       [--only workload]
  * Without --bootstrap: the ctest fixture's broker (SW_TEST_KAFKA_DIR), else a private broker
  * started through tests/support/kafka/broker.sh. Last line: name=value pairs.
  */
@@ -57,7 +61,62 @@ struct workload {
     long n;
     const char *codec;
     int tuned;
+    int sasl_ssl; /* over the broker's sasl_ssl listener (see `secure`) */
 };
+
+/* The SASL_SSL workload: both clients reach the broker's sasl_ssl listener (broker.sh
+ * --security) with the same TLS settings (the test CA, host name verification on) and SASL
+ * PLAIN: the Debian 12 librdkafka fails SCRAM against this broker, and the mechanism only
+ * costs the handshake. Empty bootstrap: the broker has no such listener, workload skipped. */
+static struct {
+    char bootstrap[64];
+    char ca[600];
+    char user[64];
+    char password[128];
+} secure;
+
+/* Reads DIR/<rel>'s first line into out; -1 when missing. */
+static int dir_line(const char *dir, const char *rel, char *out, size_t len)
+{
+    char path[700];
+    snprintf(path, sizeof(path), "%s/%s", dir, rel);
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        return -1;
+    }
+    int ok = fgets(out, (int)len, f) != NULL;
+    fclose(f);
+    out[strcspn(out, "\r\n")] = '\0';
+    return ok ? 0 : -1;
+}
+
+static void secure_find(const char *dir)
+{
+    char port[16];
+    secure.bootstrap[0] = '\0';
+    if (!dir[0] || dir_line(dir, "node1/sasl_ssl_port", port, sizeof(port)) != 0 ||
+        dir_line(dir, "tls/sasl_user", secure.user, sizeof(secure.user)) != 0 ||
+        dir_line(dir, "tls/sasl_password", secure.password, sizeof(secure.password)) != 0) {
+        return;
+    }
+    snprintf(secure.ca, sizeof(secure.ca), "%s/tls/ca.pem", dir);
+    snprintf(secure.bootstrap, sizeof(secure.bootstrap), "127.0.0.1:%s", port);
+}
+
+/* The security settings of w for either client (the same names exist in both). */
+static int security_settings(const struct workload *w, const char *kv[][2])
+{
+    if (!w->sasl_ssl) {
+        return 0;
+    }
+    const char *v[][2] = {{"security.protocol", "SASL_SSL"},
+                          {"ssl.ca.location", secure.ca},
+                          {"sasl.mechanisms", "PLAIN"},
+                          {"sasl.username", secure.user},
+                          {"sasl.password", secure.password}};
+    memcpy(kv, v, sizeof(v));
+    return 5;
+}
 
 struct result {
     double wall_s;   /* first send until every record is acknowledged */
@@ -94,10 +153,14 @@ static int run_ours(const char *bootstrap, const char *topic, const struct workl
 {
     char err[256];
     kp_conf_t *c = kp_conf_new();
-    int bad =
-        set_ours(c, "bootstrap.servers", bootstrap) | set_ours(c, "compression.type", w->codec);
+    int bad = set_ours(c, "bootstrap.servers", w->sasl_ssl ? secure.bootstrap : bootstrap) |
+              set_ours(c, "compression.type", w->codec);
     if (w->tuned) {
         bad |= set_ours(c, "batch.size", "262144") | set_ours(c, "max.request.size", "262144");
+    }
+    const char *sec[5][2];
+    for (int i = 0, n = security_settings(w, sec); i < n; i++) {
+        bad |= set_ours(c, sec[i][0], sec[i][1]);
     }
     kp_producer_t *p = NULL;
     if (!bad && kp_producer_new(c, &p, err, sizeof(err)) != KP_OK) {
@@ -141,7 +204,7 @@ static int run_rdkafka(const char *bootstrap, const char *topic, const struct wo
 {
     char err[512];
     rd_kafka_conf_t *c = rd_kafka_conf_new();
-    const char *kv[][2] = {{"bootstrap.servers", bootstrap},
+    const char *kv[][2] = {{"bootstrap.servers", w->sasl_ssl ? secure.bootstrap : bootstrap},
                            {"acks", "all"},
                            {"enable.idempotence", "true"},
                            {"linger.ms", "5"},
@@ -151,6 +214,14 @@ static int run_rdkafka(const char *bootstrap, const char *topic, const struct wo
     for (size_t i = 0; i < sizeof(kv) / sizeof(kv[0]); i++) {
         if (kv[i][0] && rd_kafka_conf_set(c, kv[i][0], kv[i][1], err, sizeof(err))) {
             fprintf(stderr, "rdkafka conf %s: %s\n", kv[i][0], err);
+            rd_kafka_conf_destroy(c);
+            return -1;
+        }
+    }
+    const char *sec[5][2];
+    for (int i = 0, n = security_settings(w, sec); i < n; i++) {
+        if (rd_kafka_conf_set(c, sec[i][0], sec[i][1], err, sizeof(err))) {
+            fprintf(stderr, "rdkafka conf %s: %s\n", sec[i][0], err);
             rd_kafka_conf_destroy(c);
             return -1;
         }
@@ -410,7 +481,7 @@ static void print_summary(const struct workload *w, const struct figures *f)
 int main(int argc, char **argv)
 {
     int smoke = 0, reps = 3;
-    const char *bootstrap = NULL, *topic = "sw-test-6p";
+    const char *bootstrap = NULL, *topic = "sw-test-6p", *only = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--smoke") == 0) {
             smoke = 1;
@@ -420,9 +491,12 @@ int main(int argc, char **argv)
             bootstrap = argv[++i];
         } else if (strcmp(argv[i], "--topic") == 0 && i + 1 < argc) {
             topic = argv[++i];
+        } else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
+            only = argv[++i];
         } else {
             fprintf(stderr,
-                    "usage: %s [--smoke] [--reps N] [--bootstrap host:port] [--topic name]\n",
+                    "usage: %s [--smoke] [--reps N] [--bootstrap host:port] [--topic name] "
+                    "[--only workload]\n",
                     argv[0]);
             return 2;
         }
@@ -460,14 +534,24 @@ int main(int argc, char **argv)
     }
     const long n1k = smoke ? 3000 : 400000, n100 = smoke ? 10000 : 2000000;
     const struct workload work[] = {
-        {"default_1k", BENCH_SEGMENT_LARGE, n1k, "none", 0},
-        {"default_100b", BENCH_SEGMENT_SMALL, n100, "none", 0},
-        {"default_1k_gzip", BENCH_SEGMENT_LARGE, n1k, "gzip", 0},
-        {"default_1k_lz4", BENCH_SEGMENT_LARGE, n1k, "lz4", 0},
-        {"default_1k_zstd", BENCH_SEGMENT_LARGE, n1k, "zstd", 0},
-        {"tuned_1k", BENCH_SEGMENT_LARGE, n1k, "none", 1},
+        {"default_1k", BENCH_SEGMENT_LARGE, n1k, "none", 0, 0},
+        {"default_100b", BENCH_SEGMENT_SMALL, n100, "none", 0, 0},
+        {"default_1k_gzip", BENCH_SEGMENT_LARGE, n1k, "gzip", 0, 0},
+        {"default_1k_lz4", BENCH_SEGMENT_LARGE, n1k, "lz4", 0, 0},
+        {"default_1k_zstd", BENCH_SEGMENT_LARGE, n1k, "zstd", 0, 0},
+        {"tuned_1k", BENCH_SEGMENT_LARGE, n1k, "none", 1, 0},
+        {"sasl_ssl_1k", BENCH_SEGMENT_LARGE, n1k, "none", 0, 1},
     };
     enum { N_WORK = sizeof(work) / sizeof(work[0]) };
+    secure_find(k.dir);
+    if (!secure.bootstrap[0]) {
+        printf("no sasl_ssl listener (broker.sh --security): sasl_ssl_1k skipped\n");
+    }
+    int skip[N_WORK];
+    for (int w = 0; w < N_WORK; w++) {
+        skip[w] =
+            (work[w].sasl_ssl && !secure.bootstrap[0]) || (only && strcmp(only, work[w].name) != 0);
+    }
     for (int c = 0; c < 2; c++) {
         printf("payload class %s: %zu SegmentObjects, mean %zu B, key %zu B\n",
                c == BENCH_SEGMENT_SMALL ? "100b" : "1k", payloads[c].n,
@@ -482,6 +566,9 @@ int main(int argc, char **argv)
      * which would charge whichever client goes first: one unmeasured run of every workload
      * and client at a tenth of the records first (it must succeed like any other). */
     for (int w = 0; w < N_WORK && !smoke && !failed; w++) {
+        if (skip[w]) {
+            continue;
+        }
         struct workload warm = work[w];
         warm.n /= 10;
         for (int who = 0; who < 2 && !failed; who++) {
@@ -501,6 +588,9 @@ int main(int argc, char **argv)
     }
     for (int rep = 0; rep < reps && !failed; rep++) {
         for (int w = 0; w < N_WORK && !failed; w++) {
+            if (skip[w]) {
+                continue;
+            }
             measure_rep(&work[w], rep, k.bootstrap, topic, with_baseline, bpid, &f[w], &failed);
         }
     }
@@ -510,12 +600,15 @@ int main(int argc, char **argv)
         return 1;
     }
     for (int w = 0; w < N_WORK; w++) {
-        print_summary(&work[w], &f[w]);
+        if (f[w].reps > 0) {
+            print_summary(&work[w], &f[w]);
+        }
     }
     char line[2048] = "";
     const char *keys[N_WORK] = {"ratio_default_1k",      "ratio_default_100b",
                                 "ratio_default_1k_gzip", "ratio_default_1k_lz4",
-                                "ratio_default_1k_zstd", "ratio_tuned_1k"};
+                                "ratio_default_1k_zstd", "ratio_tuned_1k",
+                                "ratio_sasl_ssl_1k"};
     for (int w = 0; w < N_WORK; w++) {
         put_ratio(line, sizeof(line), keys[w], f[w].msgs[OURS], f[w].msgs[RDK], f[w].reps, 1);
     }
@@ -530,6 +623,8 @@ int main(int argc, char **argv)
               f[5].broker_m[RDK], f[5].reps, 0);
     put_ratio(line, sizeof(line), "cpu_ratio_default_100b", f[1].cpu_m[OURS], f[1].cpu_m[RDK],
               f[1].reps, 0);
+    put_ratio(line, sizeof(line), "cpu_ratio_sasl_ssl_1k", f[6].cpu_m[OURS], f[6].cpu_m[RDK],
+              f[6].reps, 1);
     double kp_cpu, rdk_cpu, kp_b, rdk_b, lo, hi;
     stats(f[0].cpu_m[OURS], f[0].reps, &kp_cpu, &lo, &hi);
     stats(f[0].cpu_m[RDK], f[0].reps, &rdk_cpu, &lo, &hi);

@@ -66,11 +66,17 @@ static long length_parse(const char *buf, size_t n, size_t *pos)
 
 /* Every record of every partition of `topic`, read with kcat in a binary-safe format: the key
  * and value are each preceded by their decimal length and ':' (-f '%K:%k%S:%s'). */
-static records_t topic_read(const char *bootstrap, const char *topic)
+static records_t topic_read_x(const char *bootstrap, const char *topic, const char *const *props)
 {
-    char *argv[] = {
+    char *argv[32] = {
         "timeout", "60",          "kcat", "-C",        "-q", "-e",         "-b", (char *)bootstrap,
         "-t",      (char *)topic, "-o",   "beginning", "-f", "%K:%k%S:%s", NULL};
+    int argc = 14;
+    for (; props && *props && argc < 30; props++) { /* -X name=value: security settings */
+        argv[argc++] = "-X";
+        argv[argc++] = (char *)*props;
+    }
+    argv[argc] = NULL;
     char *out = NULL;
     size_t n = 0;
     int rc = sw_test_kafka_exec(argv, &out, &n);
@@ -104,6 +110,11 @@ static records_t topic_read(const char *bootstrap, const char *topic)
     }
     free(out);
     return rs;
+}
+
+static records_t topic_read(const char *bootstrap, const char *topic)
+{
+    return topic_read_x(bootstrap, topic, NULL);
 }
 
 static void records_free(records_t *rs)
@@ -540,6 +551,13 @@ Test(kafka_reporter, bad_producer_config_is_a_config_error)
     create_fails_with(" =5", "SW_KAFKA_PRODUCER_CONFIG");
     create_fails_with("linger.ms=abc", "linger.ms");
     create_fails_with("enable.idempotence=true,acks=1", "acks");
+    /* Security: bad values, missing credentials, a CA file that cannot be read (the TLS
+       context is made when the reporter is created), a key password with no key. */
+    create_fails_with("security.protocol=TLS", "security.protocol");
+    create_fails_with("security.protocol=SASL_SSL", "sasl.jaas.config");
+    create_fails_with("security.protocol=SSL,ssl.truststore.location=/nonexistent/ca.pem",
+                      "/nonexistent/ca.pem");
+    create_fails_with("security.protocol=SSL,ssl.key.password=pw-Zr1", "ssl.keystore.location");
     /* the whole run through sw_init too: the agent stays off */
     sw_config_t cfg;
     config_kafka(&cfg, "127.0.0.1:9", "cfgerr", "acks=2");
@@ -716,4 +734,150 @@ Test(kafka_reporter, logs_to_the_logging_topic, .timeout = 240)
     records_free(&rs);
     cr_expect_eq(mine, (size_t)n, "the topic holds %zu lines of %s, %d were reported", mine,
                  service, n);
+}
+
+/* ---- security.protocol through SW_KAFKA_PRODUCER_CONFIG ---------------------------------- */
+
+/* The fixture broker's --security files: listener ports and DIR/tls (broker.sh). */
+static void fixture_file(const sw_test_kafka_t *k, const char *rel, char *out, size_t len)
+{
+    char path[700];
+    snprintf(path, sizeof path, "%s/%s", k->dir, rel);
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f, "%s is missing: is the fixture broker started with --security?", path);
+    cr_assert_not_null(fgets(out, (int)len, f), "%s is empty", path);
+    fclose(f);
+    out[strcspn(out, "\r\n")] = '\0';
+}
+
+static void listener_address(const sw_test_kafka_t *k, const char *name, char *out, size_t len)
+{
+    char rel[64], port[16];
+    snprintf(rel, sizeof rel, "node1/%s_port", name);
+    fixture_file(k, rel, port, sizeof port);
+    snprintf(out, len, "127.0.0.1:%s", port);
+}
+
+/* Log lines of the agent, collected while a secure run fails. */
+static char said[16384];
+static pthread_mutex_t said_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void said_add(sw_log_level_t level, const char *message, void *opaque)
+{
+    (void)level;
+    (void)opaque;
+    pthread_mutex_lock(&said_lock);
+    size_t n = strlen(said);
+    snprintf(said + n, sizeof said - n, "%s\n", message);
+    pthread_mutex_unlock(&said_lock);
+}
+
+/* Runs the agent's Kafka reporter through `bootstrap` with producer_config; returns its stats.
+ * The host threads' 200 traced requests take well under a second whatever the broker says;
+ * 10 s is the functional bound (no wait of max.block.ms = 60 s anywhere). */
+static sw_stats_t secure_run(const char *bootstrap, const char *service,
+                             const char *producer_config)
+{
+    sw_config_t cfg;
+    config_kafka(&cfg, bootstrap, service, producer_config);
+    int rc = sw_init(&cfg);
+    cr_assert_eq(rc, 0, "sw_init: %s", sw_strerror(rc));
+    double t0 = now_s();
+    threads_run(50);
+    double took = now_s() - t0;
+    cr_assert_lt(took, 10.0, "the host threads took %.1f s: they blocked", took);
+    return agent_test_stop();
+}
+
+/* SSL, SASL_PLAINTEXT (PLAIN) and SASL_SSL (SCRAM-SHA-512, JAAS) end to end: every segment
+ * reported and on the topic, read back with kcat over the same listener. */
+Test(kafka_reporter, security_protocols_end_to_end, .timeout = 300)
+{
+    sw_test_kafka_t k;
+    fixture_attach(&k);
+    char ca[600], user[64], pass[128], cfgs[3][1400], addr[3][64];
+    snprintf(ca, sizeof ca, "%s/tls/ca.pem", k.dir);
+    fixture_file(&k, "tls/sasl_user", user, sizeof user);
+    fixture_file(&k, "tls/sasl_password", pass, sizeof pass);
+    listener_address(&k, "ssl", addr[0], sizeof addr[0]);
+    snprintf(cfgs[0], sizeof cfgs[0],
+             "security.protocol=SSL,ssl.truststore.type=PEM,ssl.truststore.location=%s", ca);
+    listener_address(&k, "sasl", addr[1], sizeof addr[1]);
+    snprintf(cfgs[1], sizeof cfgs[1],
+             "security.protocol=SASL_PLAINTEXT,sasl.mechanism=PLAIN,sasl.username=%s,"
+             "sasl.password=%s",
+             user, pass);
+    listener_address(&k, "sasl_ssl", addr[2], sizeof addr[2]);
+    snprintf(cfgs[2], sizeof cfgs[2],
+             "security.protocol=SASL_SSL,ssl.truststore.location=%s,sasl.mechanism=SCRAM-SHA-512,"
+             "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required "
+             "username=\"%s\" password=\"%s\";",
+             ca, user, pass);
+    const char *protocols[] = {"SSL", "SASL_PLAINTEXT", "SASL_SSL"};
+    for (int i = 0; i < 3; i++) {
+        char service[96];
+        unique_name(service, sizeof service, protocols[i]);
+        sw_stats_t st = secure_run(addr[i], service, cfgs[i]);
+        cr_assert_eq(st.segments_failed, 0, "%s: %llu segments failed", protocols[i],
+                     (unsigned long long)st.segments_failed);
+        cr_assert_gt(st.segments_reported, 0, "%s: nothing reported", protocols[i]);
+        char xp[64], xca[640], xu[100], xpw[160];
+        snprintf(xp, sizeof xp, "security.protocol=%s", protocols[i]);
+        snprintf(xca, sizeof xca, "ssl.ca.location=%s", ca);
+        snprintf(xu, sizeof xu, "sasl.username=%s", user);
+        snprintf(xpw, sizeof xpw, "sasl.password=%s", pass);
+        /* kcat reads back with PLAIN (see test_producer_security.c for why not SCRAM). */
+        const char *props[] = {xp, xca, "sasl.mechanisms=PLAIN", xu, xpw, NULL};
+        if (i == 0) {
+            props[2] = NULL;
+        }
+        records_t segs = topic_read_x(addr[i], "skywalking-segments", props);
+        cr_assert_eq(segments_check(&segs, service, service), st.segments_reported,
+                     "%s: the topic must hold exactly the reported segments", protocols[i]);
+        records_free(&segs);
+    }
+}
+
+/* A wrong password, a wrong CA and a host name mismatch: no segment is reported, every one
+ * is failed or dropped (sw_stats), the hosts never block (the test's timeout), and the log
+ * says what went wrong, naming the broker, without the password. */
+Test(kafka_reporter, security_failures_are_counted_and_said, .timeout = 300)
+{
+    sw_test_kafka_t k;
+    fixture_attach(&k);
+    char ca[600], wrong_ca[600], user[64], cfgs[3][1400], addr[3][64];
+    snprintf(ca, sizeof ca, "%s/tls/ca.pem", k.dir);
+    snprintf(wrong_ca, sizeof wrong_ca, "%s/tls/wrong-ca.pem", k.dir);
+    fixture_file(&k, "tls/sasl_user", user, sizeof user);
+    const char *wrong_pw = "wrong-pw-Kq81";
+    listener_address(&k, "sasl_ssl", addr[0], sizeof addr[0]);
+    snprintf(cfgs[0], sizeof cfgs[0],
+             "security.protocol=SASL_SSL,ssl.ca.location=%s,sasl.mechanism=SCRAM-SHA-256,"
+             "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required "
+             "username=\"%s\" password=\"%s\";",
+             ca, user, wrong_pw);
+    listener_address(&k, "ssl", addr[1], sizeof addr[1]);
+    snprintf(cfgs[1], sizeof cfgs[1], "security.protocol=SSL,ssl.ca.location=%s", wrong_ca);
+    listener_address(&k, "badhost", addr[2], sizeof addr[2]);
+    snprintf(cfgs[2], sizeof cfgs[2], "security.protocol=SSL,ssl.ca.location=%s", ca);
+    const char *expect[][2] = {{"SCRAM-SHA-256", "KP_EAUTH"},
+                               {"not trusted", "KP_ETLS_UNTRUSTED"},
+                               {"does not name 127.0.0.1", "KP_ETLS_HOSTNAME"}};
+    for (int i = 0; i < 3; i++) {
+        char service[96];
+        unique_name(service, sizeof service, "secfail");
+        said[0] = '\0';
+        sw_set_log_handler(said_add, NULL);
+        sw_stats_t st = secure_run(addr[i], service, cfgs[i]);
+        sw_set_log_handler(NULL, NULL);
+        cr_assert_eq(st.segments_reported, 0, "case %d: reported without valid credentials", i);
+        cr_assert_gt(st.segments_failed, 0, "case %d: no failed segment in sw_stats", i);
+        cr_assert_not_null(strstr(said, expect[i][0]), "case %d: '%s' not said:\n%s", i,
+                           expect[i][0], said);
+        cr_assert_not_null(strstr(said, expect[i][1]), "case %d: '%s' not said:\n%s", i,
+                           expect[i][1], said);
+        cr_assert_not_null(strstr(said, addr[i]), "case %d: the broker is not named:\n%s", i, said);
+        cr_assert_null(strstr(said, wrong_pw), "the password was logged:\n%s", said);
+        cr_assert_null(strstr(said, "ScramLoginModule"), "the JAAS text was logged:\n%s", said);
+    }
 }

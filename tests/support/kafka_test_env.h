@@ -199,7 +199,7 @@ static inline int sw_test_kafka_fixture(sw_test_kafka_t *k)
 
 /* Runs `broker.sh <cmd> --dir <k->dir> [extra args...]` (NULL-terminated list of extra
  * arguments) and returns its exit status (0 = success). Blocks until it exits (start waits up
- * to 90 s for the cluster). */
+ * to 120 s for the cluster). */
 static inline int sw_test_kafka_broker_run(const sw_test_kafka_t *k, const char *cmd, ...)
 {
     const char *sh = sw_test_kafka_broker_sh();
@@ -229,7 +229,7 @@ static inline int sw_test_kafka_broker_run(const sw_test_kafka_t *k, const char 
 /* Starts a private cluster of `nodes` (1 or 3) in `dir` (created; anything a previous run left
  * there is stopped first) with the topics in `topics`, a space-separated list of
  * name:partitions[:replication] (may be NULL). Fills k (owned = 1) on success. Blocks until
- * the brokers answer and every topic has leaders (bounded by broker.sh, 90 s). */
+ * the brokers answer and every topic has leaders (bounded by broker.sh, 120 s). */
 static inline int sw_test_kafka_start(sw_test_kafka_t *k, const char *dir, int nodes,
                                       const char *topics)
 {
@@ -293,7 +293,7 @@ static inline int sw_test_kafka_kill_node(const sw_test_kafka_t *k, int node, in
 }
 
 /* Restarts node `node` on its old port with its old data; returns once it serves metadata and
- * is back in the ISR of every partition (bounded, 90 s). */
+ * is back in the ISR of every partition (bounded, 120 s). */
 static inline int sw_test_kafka_start_node(const sw_test_kafka_t *k, int node)
 {
     char n[8];
@@ -342,13 +342,15 @@ static inline int sw_test_kafka_bootstrap_or_start(sw_test_kafka_t *k, const cha
  * `offset` (-1 = from the beginning), printed with kcat's -f `format` (e.g. "%k|%s\n"; see
  * kcat -h; -D/-K are not used). kcat stops at the end of the partition, after `count` records
  * (count <= 0: no limit), or after 60 s. Returns kcat's output in a malloc'd NUL-terminated
- * buffer (caller frees; *len bytes, may contain NULs) or NULL on failure. */
-static inline char *sw_test_kafka_consume(const char *bootstrap, const char *topic, int partition,
-                                          int64_t offset, int count, const char *format,
-                                          size_t *len)
+ * buffer (caller frees; *len bytes, may contain NULs) or NULL on failure. props: NULL or a
+ * NULL-terminated list of up to 16 librdkafka "name=value" settings passed as -X (e.g.
+ * "security.protocol=SASL_SSL"); sw_test_kafka_consume() passes none. */
+static inline char *sw_test_kafka_consume_x(const char *bootstrap, const char *topic, int partition,
+                                            int64_t offset, int count, const char *format,
+                                            const char *const *props, size_t *len)
 {
     char part[16], off[32], cnt[16], *out = NULL;
-    char *argv[24];
+    char *argv[24 + 2 * 16];
     int argc = 0, rc;
     size_t n = 0;
 
@@ -379,6 +381,10 @@ static inline char *sw_test_kafka_consume(const char *bootstrap, const char *top
     }
     argv[argc++] = (char *)"-f";
     argv[argc++] = (char *)format;
+    for (int i = 0; props && props[i] && i < 16; i++) {
+        argv[argc++] = (char *)"-X";
+        argv[argc++] = (char *)props[i];
+    }
     argv[argc] = NULL;
     rc = sw_test_kafka_exec(argv, &out, &n);
     if (rc != 0) {
@@ -391,6 +397,13 @@ static inline char *sw_test_kafka_consume(const char *bootstrap, const char *top
         *len = n;
     }
     return out;
+}
+
+static inline char *sw_test_kafka_consume(const char *bootstrap, const char *topic, int partition,
+                                          int64_t offset, int count, const char *format,
+                                          size_t *len)
+{
+    return sw_test_kafka_consume_x(bootstrap, topic, partition, offset, count, format, NULL, len);
 }
 
 #endif /* SW_TEST_KAFKA_TEST_ENV_H */

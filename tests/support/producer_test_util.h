@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/conf.h"
 #include "kproducer.h"
 
 /* A producer for `bootstrap` with the settings of kv, a NULL-terminated list of key, value
@@ -29,6 +30,21 @@ static inline kp_producer_t *producer_test_new(const char *bootstrap, const char
     kp_conf_destroy(c);
     cr_assert_eq(rc, KP_OK, "kp_producer_new: %s: %s", kp_err_name(rc), err);
     return p;
+}
+
+/* Expects kp_conf_set(name, value) on a fresh conf to fail with KP_ECONF, a message that
+ * mentions `mention`, and the conf unchanged. */
+static inline void conf_expect_bad(const char *name, const char *value, const char *mention)
+{
+    char err[512] = "";
+    kp_conf_t *conf = kp_conf_new();
+    struct kp_conf before = *conf;
+    int rc = kp_conf_set(conf, name, value, err, sizeof(err));
+    cr_assert_eq(rc, KP_ECONF, "%s=%s must be rejected", name, value);
+    cr_assert_not_null(strstr(err, mention), "error for %s=%s must mention '%s': %s", name, value,
+                       mention, err);
+    cr_assert_eq(memcmp(&before, conf, sizeof(before)), 0, "a failed set changed the conf");
+    kp_conf_destroy(conf);
 }
 
 /* Advances *cursor (within [*cursor, end)) to the next complete line "<tag>:<id>..." and

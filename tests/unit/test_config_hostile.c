@@ -115,10 +115,20 @@ Test(hostile, secrets_are_never_printed)
     }
     expect_refused("SW_AGENT_AUTHENTICATION", longtok, "value of SW_AGENT_AUTHENTICATION");
     const char *props[] = {
-        ("sasl.password=" SECRET),
-        ("ssl.key.password=" SECRET),
-        ("sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required "
-         "password=\"" SECRET "\""),
+        /* Accepted settings that hold a secret, refused by a later item or the combination. */
+        ("sasl.password=" SECRET ",security.protocol=BOGUS"),
+        ("security.protocol=SSL,ssl.key.password=" SECRET),
+        ("security.protocol=SASL_PLAINTEXT,sasl.jaas.config=org.apache.kafka.common.security."
+         "plain.PlainLoginModule required password=\"" SECRET "\";"),
+        ("security.protocol=SASL_SSL,sasl.mechanism=SCRAM-SHA-512,sasl.jaas.config=org.apache."
+         "kafka.common.security.plain.PlainLoginModule required username=\"u\" password=\"" SECRET
+         "\";"),
+        ("security.protocol=SASL_PLAINTEXT,sasl.jaas.config=" SECRET),
+        ("security.protocol=SASL_PLAINTEXT,sasl.jaas.config=org.apache.kafka.common.security."
+         "plain.PlainLoginModule required username=\"u\" password=\"" SECRET),
+        ("sasl.password=" SECRET SECRET SECRET SECRET SECRET SECRET SECRET SECRET SECRET SECRET
+             SECRET SECRET SECRET SECRET SECRET SECRET SECRET SECRET SECRET SECRET),
+        ("ssl.keystore.key=" SECRET),
         ("oauth.token=" SECRET),
         ("client.secret=" SECRET ",acks=all"),
         SECRET,

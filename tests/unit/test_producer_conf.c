@@ -7,21 +7,9 @@
 
 #include "core/conf.h"
 #include "kproducer.h"
+#include "producer_test_util.h"
 
 static char err[256];
-
-static void expect_bad(const char *name, const char *value, const char *mention)
-{
-    kp_conf_t *conf = kp_conf_new();
-    struct kp_conf before = *conf;
-    err[0] = '\0';
-    int rc = kp_conf_set(conf, name, value, err, sizeof(err));
-    cr_assert_eq(rc, KP_ECONF, "%s=%s must be rejected", name, value);
-    cr_assert_not_null(strstr(err, mention), "error for %s=%s must mention '%s': %s", name, value,
-                       mention, err);
-    cr_assert_eq(memcmp(&before, conf, sizeof(before)), 0, "a failed set changed the conf");
-    kp_conf_destroy(conf);
-}
 
 Test(producer_conf, defaults_are_the_java_clients)
 {
@@ -78,10 +66,10 @@ Test(producer_conf, good_values_are_stored)
 
 Test(producer_conf, unknown_property_is_named)
 {
-    expect_bad("batch.sise", "1", "batch.sise");
-    expect_bad("compression.type", "snappy", "none, gzip, lz4 or zstd");
-    expect_bad("batch.max.size", "-1", "batch.max.size");
-    expect_bad("", "1", "unknown property");
+    conf_expect_bad("batch.sise", "1", "batch.sise");
+    conf_expect_bad("compression.type", "snappy", "none, gzip, lz4 or zstd");
+    conf_expect_bad("batch.max.size", "-1", "batch.max.size");
+    conf_expect_bad("", "1", "unknown property");
 }
 
 Test(producer_conf, every_bad_value_is_named)
@@ -102,23 +90,23 @@ Test(producer_conf, every_bad_value_is_named)
                                     "reconnect.backoff.ms",
                                     "reconnect.backoff.max.ms"};
     for (size_t i = 0; i < sizeof(numeric) / sizeof(numeric[0]); i++) {
-        expect_bad(numeric[i], "abc", numeric[i]);
-        expect_bad(numeric[i], "", numeric[i]);
-        expect_bad(numeric[i], "12x", numeric[i]);
-        expect_bad(numeric[i], "-5", "out of range");
-        expect_bad(numeric[i], "99999999999999999999", numeric[i]);
-        expect_bad(numeric[i], "9223372036854775807", "out of range");
+        conf_expect_bad(numeric[i], "abc", numeric[i]);
+        conf_expect_bad(numeric[i], "", numeric[i]);
+        conf_expect_bad(numeric[i], "12x", numeric[i]);
+        conf_expect_bad(numeric[i], "-5", "out of range");
+        conf_expect_bad(numeric[i], "99999999999999999999", numeric[i]);
+        conf_expect_bad(numeric[i], "9223372036854775807", "out of range");
     }
-    expect_bad("batch.size", "0", "batch.size");
-    expect_bad("max.in.flight.requests.per.connection", "0", "max.in.flight");
-    expect_bad("acks", "2", "acks");
-    expect_bad("acks", "ALL", "acks");
-    expect_bad("enable.idempotence", "yes", "enable.idempotence");
-    expect_bad("compression.type", "snappy", "compression.type");
+    conf_expect_bad("batch.size", "0", "batch.size");
+    conf_expect_bad("max.in.flight.requests.per.connection", "0", "max.in.flight");
+    conf_expect_bad("acks", "2", "acks");
+    conf_expect_bad("acks", "ALL", "acks");
+    conf_expect_bad("enable.idempotence", "yes", "enable.idempotence");
+    conf_expect_bad("compression.type", "snappy", "compression.type");
     char longv[2000];
     memset(longv, 'h', sizeof(longv) - 1);
     longv[sizeof(longv) - 1] = '\0';
-    expect_bad("bootstrap.servers", longv, "bootstrap.servers");
+    conf_expect_bad("bootstrap.servers", longv, "bootstrap.servers");
 }
 
 Test(producer_conf, null_arguments_are_rejected)

@@ -146,7 +146,11 @@ static bool number_parse(const char *s, size_t len, int64_t min, int64_t max, in
 
 bool sw__config_name_is_secret(const char *name)
 {
-    static const char *const words[] = {"password", "secret", "token", "jaas", "authentication"};
+    /* "password": ssl.key.password, sasl.password; "jaas": sasl.jaas.config; "keystore.key":
+     * the Java client's inline PEM key (ssl.keystore.key); "credentials": its OAuth client
+     * credentials. */
+    static const char *const words[] = {"password",       "secret",       "token",      "jaas",
+                                        "authentication", "keystore.key", "credentials"};
     for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
         if (strcasestr(name, words[i]) != NULL) {
             return true;

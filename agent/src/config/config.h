@@ -90,7 +90,8 @@ int sw__config_text_check(const char *key, sw__text_rule_t rule, const char *val
                           char *errbuf, size_t errlen);
 
 /* Whether a setting or property name holds a secret (its value is never printed): names that
-   contain password, secret, token, jaas or authentication, in any case. Pure. */
+   contain password, secret, token, jaas, authentication, keystore.key or credentials, in any
+   case. Pure. */
 bool sw__config_name_is_secret(const char *name);
 
 /* Whether the process runs with elevated privileges (getauxval(AT_SECURE): setuid, setgid or

@@ -164,8 +164,15 @@ static void records_send(kafka_reporter_t *r, const char *topic, const char *wha
             continue;
         }
         failed++;
-        if (rc != *last_error) {
-            sw__log(SW_LOG_WARN, "kafka: cannot send %s to %s: %s", what, topic, kp_strerror(rc));
+        if (rc != *last_error) { /* one line per change of error, not per record */
+            /* A TLS or SASL failure has the producer's own account: which broker, which
+               mechanism or certificate check (never a secret). */
+            char why[512];
+            if (kp_last_error(r->producer, why, sizeof why) != rc) {
+                snprintf(why, sizeof why, "%s", kp_strerror(rc));
+            }
+            sw__log(SW_LOG_WARN, "kafka: cannot send %s to %s: %s (%s)", what, topic, why,
+                    kp_err_name(rc));
             *last_error = rc;
         }
         give_up = error_is_blocking(rc);

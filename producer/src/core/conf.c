@@ -8,15 +8,29 @@
 #include "core/conf.h"
 
 #include <errno.h>
+#include <openssl/crypto.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "swc_errbuf.h"
 
-enum kind { KIND_STRING, KIND_INT32, KIND_INT64, KIND_BOOL, KIND_ACKS, KIND_COMPRESSION };
+enum kind {
+    KIND_STRING,
+    KIND_SECRET, /* a string never quoted in a message */
+    KIND_INT32,
+    KIND_INT64,
+    KIND_BOOL,
+    KIND_ACKS,
+    KIND_COMPRESSION,
+    KIND_PROTOCOL,    /* security.protocol */
+    KIND_MECHANISM,   /* sasl.mechanism */
+    KIND_STORE_TYPE,  /* ssl.truststore.type / ssl.keystore.type: PEM only, nothing stored */
+    KIND_ENDPOINT_ID, /* ssl.endpoint.identification.algorithm: https or empty */
+};
 
 struct property {
     const char *name;
@@ -51,7 +65,41 @@ static const struct property properties[] = {
     {"connections.max.idle.ms", KIND_INT64, FIELD(connections_max_idle_ms), -1, INT32_MAX},
     {"reconnect.backoff.ms", KIND_INT64, FIELD(reconnect_backoff_ms), 0, INT32_MAX},
     {"reconnect.backoff.max.ms", KIND_INT64, FIELD(reconnect_backoff_max_ms), 0, INT32_MAX},
+    {"security.protocol", KIND_PROTOCOL, FIELD(security_protocol), 0, 0},
+    {"ssl.truststore.type", KIND_STORE_TYPE, 0, 0, 0, 0},
+    {"ssl.keystore.type", KIND_STORE_TYPE, 0, 0, 0, 0},
+    {"ssl.truststore.location", KIND_STRING, FIELD(ssl_truststore_location), 0, 0},
+    {"ssl.ca.location", KIND_STRING, FIELD(ssl_truststore_location), 0, 0},
+    {"ssl.keystore.location", KIND_STRING, FIELD(ssl_keystore_location), 0, 0},
+    {"ssl.certificate.location", KIND_STRING, FIELD(ssl_keystore_location), 0, 0},
+    {"ssl.key.location", KIND_STRING, FIELD(ssl_key_location), 0, 0},
+    {"ssl.key.password", KIND_SECRET, FIELD(ssl_key_password), 0, 0},
+    {"ssl.endpoint.identification.algorithm", KIND_ENDPOINT_ID, FIELD(ssl_verify_hostname), 0, 0},
+    {"sasl.mechanism", KIND_MECHANISM, FIELD(sasl_mechanism), 0, 0},
+    {"sasl.mechanisms", KIND_MECHANISM, FIELD(sasl_mechanism), 0, 0},
+    {"sasl.username", KIND_STRING, FIELD(sasl_username), 0, 0},
+    {"sasl.password", KIND_SECRET, FIELD(sasl_password), 0, 0},
+    {"sasl.jaas.config", KIND_SECRET, FIELD(sasl_jaas_config), 0, 0},
 };
+
+static const char *const protocol_names[] = {"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"};
+static const char *const mechanism_names[] = {"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"};
+
+const char *kp__conf_mechanism_name(int mechanism)
+{
+    return mechanism >= 0 && mechanism < 3 ? mechanism_names[mechanism] : "?";
+}
+
+bool kp__conf_tls(const struct kp_conf *conf)
+{
+    return conf->security_protocol == KP__SEC_SSL || conf->security_protocol == KP__SEC_SASL_SSL;
+}
+
+bool kp__conf_sasl(const struct kp_conf *conf)
+{
+    return conf->security_protocol == KP__SEC_SASL_PLAINTEXT ||
+           conf->security_protocol == KP__SEC_SASL_SSL;
+}
 
 static int fail(char *errbuf, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -88,6 +136,9 @@ void kp__conf_defaults(struct kp_conf *conf)
     conf->connections_max_idle_ms = 540000;
     conf->reconnect_backoff_ms = 50;
     conf->reconnect_backoff_max_ms = 1000;
+    conf->security_protocol = KP__SEC_PLAINTEXT;
+    conf->ssl_verify_hostname = true;
+    conf->sasl_mechanism = KP__SASL_PLAIN;
 }
 
 kp_conf_t *kp_conf_new(void)
@@ -99,8 +150,19 @@ kp_conf_t *kp_conf_new(void)
     return conf;
 }
 
+void kp__conf_wipe_secrets(struct kp_conf *conf)
+{
+    /* OPENSSL_cleanse: a memset the compiler cannot drop before free(). */
+    OPENSSL_cleanse(conf->ssl_key_password, sizeof conf->ssl_key_password);
+    OPENSSL_cleanse(conf->sasl_password, sizeof conf->sasl_password);
+    OPENSSL_cleanse(conf->sasl_jaas_config, sizeof conf->sasl_jaas_config);
+}
+
 void kp_conf_destroy(kp_conf_t *conf)
 {
+    if (conf) {
+        kp__conf_wipe_secrets(conf);
+    }
     free(conf);
 }
 
@@ -138,9 +200,61 @@ static int set_number(struct kp_conf *conf, const struct property *prop, const c
     return 0;
 }
 
+/* The index of value in names[0..n), case-insensitive as the Java client's enums; -1. */
+static int name_index(const char *const *names, int n, const char *value)
+{
+    for (int i = 0; i < n; i++) {
+        if (strcasecmp(names[i], value) == 0) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+static int set_security(struct kp_conf *conf, const struct property *prop, const char *value,
+                        char *errbuf, size_t errlen)
+{
+    int *field = (int *)(void *)((char *)conf + prop->offset);
+    int i;
+    switch (prop->kind) {
+    case KIND_PROTOCOL:
+        if ((i = name_index(protocol_names, 4, value)) < 0) {
+            return fail(errbuf, errlen,
+                        "security.protocol: '%s' is not PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL",
+                        value);
+        }
+        *field = i;
+        return 0;
+    case KIND_MECHANISM:
+        if ((i = name_index(mechanism_names, 3, value)) < 0) {
+            return fail(errbuf, errlen,
+                        "%s: '%s' is not PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (the mechanisms "
+                        "supported)",
+                        prop->name, value);
+        }
+        *field = i;
+        return 0;
+    case KIND_STORE_TYPE:
+        if (strcasecmp(value, "PEM") != 0) {
+            return fail(errbuf, errlen, "%s: '%s' is not supported (PEM files only)", prop->name,
+                        value);
+        }
+        return 0;
+    default: /* KIND_ENDPOINT_ID */
+        if (value[0] != '\0' && strcasecmp(value, "https") != 0) {
+            return fail(errbuf, errlen, "%s: '%s' is not https or empty", prop->name, value);
+        }
+        conf->ssl_verify_hostname = value[0] != '\0';
+        return 0;
+    }
+}
+
 static int set_enum(struct kp_conf *conf, const struct property *prop, const char *value,
                     char *errbuf, size_t errlen)
 {
+    if (prop->kind >= KIND_PROTOCOL) {
+        return set_security(conf, prop, value, errbuf, errlen);
+    }
     if (prop->kind == KIND_BOOL) {
         if (strcmp(value, "true") == 0) {
             conf->idempotence = true;
@@ -199,6 +313,7 @@ int kp_conf_set(kp_conf_t *conf, const char *name, const char *value, char *errb
     }
     switch (prop->kind) {
     case KIND_STRING:
+    case KIND_SECRET:
         if (strlen(value) >= prop->size) {
             return fail(errbuf, errlen, "%s: value longer than %zu bytes", name, prop->size - 1);
         }
@@ -248,6 +363,18 @@ int kp_conf_validate(const kp_conf_t *conf, char *errbuf, size_t errlen)
         if (conf->retries == 0) {
             return fail(errbuf, errlen, "enable.idempotence=true requires retries > 0");
         }
+    }
+    if (kp__conf_sasl(conf)) {
+        char user[KP__SECRET_MAX], pass[KP__SECRET_MAX];
+        int rc =
+            kp__conf_sasl_credentials(conf, user, sizeof user, pass, sizeof pass, errbuf, errlen);
+        memset(pass, 0, sizeof pass);
+        if (rc != 0) {
+            return rc;
+        }
+    }
+    if (conf->ssl_key_password[0] != '\0' && conf->ssl_keystore_location[0] == '\0') {
+        return fail(errbuf, errlen, "ssl.key.password is set but ssl.keystore.location is not");
     }
     if (conf->reconnect_backoff_max_ms < conf->reconnect_backoff_ms) {
         return fail(errbuf, errlen, "reconnect.backoff.max.ms < reconnect.backoff.ms");

@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "core/tls.h"
 #include "wire/protocol.h"
 
 /* The largest response frame accepted; a bigger size prefix means a broken stream. */
@@ -39,10 +40,15 @@ static int64_t backoff_for(kp__conn_t *c, int64_t backoff_ms, int64_t backoff_ma
 
 void kp__conn_close(kp__conn_t *c, int64_t now, int64_t backoff_ms, int64_t backoff_max_ms)
 {
+    kp__tls_free(c);
     if (c->fd >= 0) {
         close(c->fd);
     }
     c->fd = -1;
+    c->sasl_step = 0;
+    c->reauth_waiting = false;
+    c->reauth_at_ms = 0;
+    memset(&c->scram, 0, sizeof c->scram);
     c->want_write = false;
     c->state = KP__CONN_DISCONNECTED;
     c->failures++;
@@ -109,7 +115,15 @@ long kp__conn_write(kp__conn_t *c, void (*on_written)(kp__conn_t *, kp__request_
     long total = 0;
     while (c->in_flight.unsent) {
         kp__request_t *r = c->in_flight.unsent;
-        ssize_t n = send(c->fd, r->buf + r->off, r->len - r->off, MSG_NOSIGNAL);
+        ssize_t n;
+        if (c->tls) {
+            n = kp__tls_write(c, r->buf + r->off, r->len - r->off);
+            if (n <= 0) {
+                return n == 0 ? total : n; /* 0: would block; else KP_ENETWORK */
+            }
+        } else {
+            n = send(c->fd, r->buf + r->off, r->len - r->off, MSG_NOSIGNAL);
+        }
         if (n < 0) {
             if (errno == EAGAIN || errno == EWOULDBLOCK) {
                 return total;
@@ -133,11 +147,14 @@ long kp__conn_write(kp__conn_t *c, void (*on_written)(kp__conn_t *, kp__request_
 }
 
 /* Reads into dst up to n bytes; returns bytes read, 0 if it would block, KP_ENETWORK on EOF or
- * a socket error. */
-static ssize_t read_some(int fd, void *dst, size_t n)
+ * a socket or TLS error. */
+static ssize_t read_some(kp__conn_t *c, void *dst, size_t n)
 {
+    if (c->tls) {
+        return kp__tls_read(c, dst, n);
+    }
     for (;;) {
-        ssize_t got = recv(fd, dst, n, 0);
+        ssize_t got = recv(c->fd, dst, n, 0);
         if (got > 0) {
             return got;
         }
@@ -157,7 +174,7 @@ long kp__conn_read(kp__conn_t *c, int (*on_frame)(kp__conn_t *, uint8_t *, size_
     long total = 0;
     for (;;) {
         if (c->size_got < 4) {
-            ssize_t n = read_some(c->fd, c->size_buf + c->size_got, 4 - c->size_got);
+            ssize_t n = read_some(c, c->size_buf + c->size_got, 4 - c->size_got);
             if (n <= 0) {
                 return n < 0 ? n : total;
             }
@@ -179,7 +196,7 @@ long kp__conn_read(kp__conn_t *c, int (*on_frame)(kp__conn_t *, uint8_t *, size_
             }
         }
         if (c->frame_got < c->frame_len) {
-            ssize_t n = read_some(c->fd, c->frame + c->frame_got, c->frame_len - c->frame_got);
+            ssize_t n = read_some(c, c->frame + c->frame_got, c->frame_len - c->frame_got);
             if (n <= 0) {
                 return n < 0 ? n : total;
             }

@@ -3,8 +3,11 @@
  * in both directions, the connection state machine with exponential jittered reconnect
  * backoff, and the connection's InFlightRequests.
  *
- * States: DISCONNECTED -(connect)-> CONNECTING -(writable)-> HANDSHAKE (ApiVersions in
- * flight) -(versions known)-> READY; any error -> DISCONNECTED with next_connect_ms set.
+ * States: DISCONNECTED -(connect)-> CONNECTING -(writable)-> [TLS_HANDSHAKE (SSL, SASL_SSL)
+ * -(handshake done)->] HANDSHAKE (ApiVersions in flight) -(versions known)-> [AUTHENTICATING
+ * (SASL_*: SaslHandshake, SaslAuthenticate) -(authenticated)->] READY; READY -(session
+ * lifetime nearly over, KIP-368)-> AUTHENTICATING (re-authentication once nothing is in
+ * flight) -> READY; any error -> DISCONNECTED with next_connect_ms set.
  * Owned and used by the sender thread only: no locking.
  */
 #ifndef KP_CORE_CONNECTION_H
@@ -15,12 +18,15 @@
 #include <stdint.h>
 
 #include "core/in_flight.h"
+#include "core/scram.h"
 #include "wire/codec.h"
 
 typedef enum kp__conn_state {
     KP__CONN_DISCONNECTED = 0,
     KP__CONN_CONNECTING,
+    KP__CONN_TLS_HANDSHAKE,
     KP__CONN_HANDSHAKE,
+    KP__CONN_AUTHENTICATING,
     KP__CONN_READY,
 } kp__conn_state_t;
 
@@ -47,6 +53,15 @@ typedef struct kp__conn {
     int16_t produce_version;
     int16_t metadata_version;
     int16_t init_pid_version;
+    /* TLS (tls.c): the OpenSSL session, NULL for plaintext. */
+    void *tls;
+    char tls_error[160]; /* OpenSSL's reason for the last failed read or write, or "" */
+    /* SASL (sasl.c). */
+    int16_t sasl_authenticate_version;
+    int sasl_step;        /* 0 idle, 1 handshake sent, 2.. SaslAuthenticate round trips */
+    bool reauth_waiting;  /* AUTHENTICATING for KIP-368, waiting for in_flight to drain */
+    int64_t reauth_at_ms; /* 0: the broker asked for no re-authentication */
+    kp__scram_t scram;
 } kp__conn_t;
 
 /* Starts a non-blocking connect. Returns 0 (state CONNECTING) or KP_ENETWORK (no address, or

@@ -97,13 +97,17 @@ int kp__metadata_wait_topic(kp__metadata_t *md, const char *topic, int64_t deadl
             rc = KP_ECLOSED;
             break;
         }
+        if (md->fatal_error != 0) {
+            rc = md->fatal_error;
+            break;
+        }
         md->need_update = true;
         int version = md->version;
         pthread_mutex_unlock(&md->lock);
         wake(wake_arg);
         pthread_mutex_lock(&md->lock);
         int wrc = 0;
-        while (md->version == version && !md->closed && wrc == 0) {
+        while (md->version == version && !md->closed && md->fatal_error == 0 && wrc == 0) {
             wrc = swc__cond_wait_until(&md->updated, &md->lock, deadline_ms);
         }
         if (t->n_partitions == 0 && swc__monotonic_ms() >= deadline_ms) {
@@ -265,6 +269,7 @@ int kp__metadata_update(kp__metadata_t *md, const kp_metadata_response_t *resp, 
         }
     }
     md->any_response = true;
+    md->fatal_error = 0;
     md->version++;
     md->last_refresh_ms = now;
     md->last_success_ms = now;
@@ -278,6 +283,14 @@ void kp__metadata_failed(kp__metadata_t *md, int64_t now)
 {
     pthread_mutex_lock(&md->lock);
     md->last_refresh_ms = now;
+    pthread_mutex_unlock(&md->lock);
+}
+
+void kp__metadata_fail_waiters(kp__metadata_t *md, int code)
+{
+    pthread_mutex_lock(&md->lock);
+    md->fatal_error = code;
+    pthread_cond_broadcast(&md->updated); /* partner: the waits in kp__metadata_wait_topic */
     pthread_mutex_unlock(&md->lock);
 }
 

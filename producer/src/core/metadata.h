@@ -49,6 +49,10 @@ typedef struct kp__metadata {
     int n_topics;
     int cap_topics;
     bool closed;
+    /* KP_EAUTH / KP_ETLS*: the last connection failed authentication; waiters for an unknown
+     * topic return it at once (the Java client's AuthenticationException from waitOnMetadata).
+     * Cleared by the next successful update. */
+    int fatal_error;
 } kp__metadata_t;
 
 /* Returns 0, or KP_ENOMEM when the condition variable could not be made (*md may still be
@@ -86,6 +90,9 @@ int kp__metadata_update(kp__metadata_t *md, const kp_metadata_response_t *resp, 
 
 /* A metadata request failed: backs off refresh_backoff_ms. Sender thread. */
 void kp__metadata_failed(kp__metadata_t *md, int64_t now);
+
+/* Sets fatal_error (see above) and wakes the waiters. Sender thread. */
+void kp__metadata_fail_waiters(kp__metadata_t *md, int code);
 
 /* Leader node id of topic/partition or -1. Sender thread (reads without the lock). */
 int32_t kp__metadata_leader(const kp__topic_md_t *t, int32_t partition);

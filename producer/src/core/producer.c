@@ -3,6 +3,7 @@
  * accumulator), kp_flush, kp_close, kp_stats.
  */
 #include <errno.h>
+#include <openssl/crypto.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 
 #include "swc_clock.h"
 #include "core/producer_impl.h"
+#include "core/tls.h"
 
 void kp__producer_wake(void *arg)
 {
@@ -75,6 +77,7 @@ static void producer_free(kp_producer_t *p)
         while ((r = kp__in_flight_pop(&p->conns[i]->in_flight))) {
             kp__request_free(r);
         }
+        kp__tls_free(p->conns[i]);
         if (p->conns[i]->fd >= 0) {
             close(p->conns[i]->fd);
         }
@@ -95,6 +98,10 @@ static void producer_free(kp_producer_t *p)
     kp__buffer_pool_destroy(p->pool);
     pthread_cond_destroy(&p->done_cond);
     pthread_mutex_destroy(&p->done_lock);
+    pthread_mutex_destroy(&p->error_lock);
+    kp__tls_ctx_free(p->tls_ctx);
+    kp__conf_wipe_secrets(&p->conf);
+    OPENSSL_cleanse(p->sasl_password, sizeof p->sasl_password);
     free(p);
 }
 
@@ -129,6 +136,7 @@ int kp_producer_new(const kp_conf_t *conf, kp_producer_t **out, char *errbuf, si
     p->producer_epoch = -1;
     p->epfd = p->wakefd = -1;
     pthread_mutex_init(&p->done_lock, NULL);
+    pthread_mutex_init(&p->error_lock, NULL);
     /* A failed init leaves a zeroed condition variable, which producer_free may destroy. */
     int cond_rc = swc__cond_init_monotonic(&p->done_cond);
     int md_rc = kp__metadata_init(&p->md, p->conf.retry_backoff_ms, p->conf.metadata_max_age_ms);
@@ -138,6 +146,13 @@ int kp_producer_new(const kp_conf_t *conf, kp_producer_t **out, char *errbuf, si
                                                                         : p->conf.max_request_size;
     kp__accumulator_init(&p->acc, p->pool, p->conf.batch_size, grow_to, p->conf.linger_ms);
     rc = p->pool && cond_rc == 0 && md_rc == 0 ? add_bootstrap(p, errbuf, errlen) : KP_ENOMEM;
+    if (rc == 0 && kp__conf_tls(&p->conf)) {
+        rc = kp__tls_ctx_new(&p->conf, &p->tls_ctx, errbuf, errlen);
+    }
+    if (rc == 0 && kp__conf_sasl(&p->conf)) {
+        rc = kp__conf_sasl_credentials(&p->conf, p->sasl_username, sizeof p->sasl_username,
+                                       p->sasl_password, sizeof p->sasl_password, errbuf, errlen);
+    }
     if (rc == 0) {
         p->epfd = epoll_create1(EPOLL_CLOEXEC);
         p->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -360,4 +375,26 @@ void kp_stats(kp_producer_t *p, kp_stats_t *s)
     s->pool_available = kp__buffer_pool_available(p->pool);
     s->pool_waiters = kp__buffer_pool_waiters(p->pool);
     s->requests_in_flight = atomic_load_explicit(&p->st_in_flight, memory_order_relaxed);
+}
+
+void kp__sender_set_error(kp_producer_t *p, int code, const char *msg)
+{
+    pthread_mutex_lock(&p->error_lock);
+    p->last_error = code;
+    snprintf(p->last_error_msg, sizeof p->last_error_msg, "%s", msg ? msg : "");
+    pthread_mutex_unlock(&p->error_lock);
+}
+
+int kp_last_error(kp_producer_t *p, char *buf, size_t len)
+{
+    if (!p) {
+        return KP_EINVAL;
+    }
+    pthread_mutex_lock(&p->error_lock);
+    int code = p->last_error;
+    if (buf && len > 0) {
+        snprintf(buf, len, "%s", code ? p->last_error_msg : "");
+    }
+    pthread_mutex_unlock(&p->error_lock);
+    return code;
 }

@@ -63,6 +63,16 @@ struct kp_producer {
     /* Stats, relaxed: independent counters, read as a snapshot. */
     atomic_ullong st_sent, st_acked, st_failed, st_retried, st_batches, st_bytes;
     atomic_uint st_in_flight;
+    /* The last connection-level failure (kp_last_error): written by the sender, read by any
+     * thread, both under error_lock. */
+    pthread_mutex_t error_lock;
+    int last_error;
+    char last_error_msg[512];
+    /* Security, immutable after creation: the TLS client context (tls.c, NULL without TLS)
+     * and the SASL credentials (from sasl.jaas.config or sasl.username/sasl.password). */
+    void *tls_ctx;
+    char sasl_username[KP__SECRET_MAX];
+    char sasl_password[KP__SECRET_MAX];
 
     /* ---- sender only ---- */
     kp__conn_t **conns;
@@ -99,6 +109,10 @@ int kp__sender_send(kp_producer_t *p, kp__conn_t *c, int16_t api, int16_t versio
 void kp__sender_disconnect(kp_producer_t *p, kp__conn_t *c, int64_t now);
 /* Polls the sockets for up to timeout_ms and handles what happened. */
 void kp__sender_poll(kp_producer_t *p, int64_t timeout_ms);
+
+/* Records a connection-level failure for kp_last_error (code 0 clears it). The metadata
+ * waiters of kp_send learn KP_EAUTH / KP_ETLS* at once (kp__metadata_fail_waiters). */
+void kp__sender_set_error(kp_producer_t *p, int code, const char *msg);
 
 /* Sends Metadata / InitProducerId when due (sender_control.c). */
 void kp__sender_maybe_update_metadata(kp_producer_t *p, int64_t now);

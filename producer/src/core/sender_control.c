@@ -1,13 +1,15 @@
 /*
  * sender_control.c - the sender's control requests: the ApiVersions handshake with per-API
  * version negotiation, Metadata refreshes to the least-loaded node (Java:
- * NetworkClient.maybeUpdate), and InitProducerId for idempotence. Sender thread only.
+ * NetworkClient.maybeUpdate), and InitProducerId for idempotence; SASL connections go on to
+ * sasl.c after ApiVersions. Sender thread only.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "swc_clock.h"
 #include "core/producer_impl.h"
+#include "core/sasl.h"
 #include "wire/kafka_error.h"
 #include "wire/protocol.h"
 
@@ -30,8 +32,8 @@ static kp__conn_t *least_loaded(kp_producer_t *p, int64_t now)
     }
     for (int i = 0; i < p->n_conns; i++) {
         kp__conn_t *c = p->conns[i];
-        if (c->state == KP__CONN_CONNECTING || c->state == KP__CONN_HANDSHAKE) {
-            return c; /* wait for it */
+        if (c->state != KP__CONN_DISCONNECTED && c->state != KP__CONN_READY) {
+            return c; /* wait for it (connecting, handshakes, authentication) */
         }
     }
     /* Prefer brokers from metadata (ids >= 0), then bootstrap ones; the earliest allowed. */
@@ -153,8 +155,14 @@ static int handle_api_versions(kp_producer_t *p, kp__conn_t *c, kp_reader_t *bod
                                  &c->init_pid_version) != 0) {
             c->init_pid_version = -1;
         }
+        if (kp__conf_sasl(&p->conf)) {
+            rc = kp__sasl_begin(p, c, resp.apis, resp.n_apis, now);
+            kp__api_versions_response_free(&resp);
+            return rc; /* READY (and failures reset) once authenticated */
+        }
         c->state = KP__CONN_READY;
         c->failures = 0;
+        kp__sender_set_error(p, 0, NULL);
         kp__api_versions_response_free(&resp);
         return 0;
     }
@@ -231,6 +239,9 @@ int kp__sender_handle_control(kp_producer_t *p, kp__conn_t *c, kp__request_t *r,
         return handle_metadata(p, body, r->version, now);
     case KP_API_INIT_PRODUCER_ID:
         return handle_init_pid(p, body, r->version);
+    case KP_API_SASL_HANDSHAKE:
+    case KP_API_SASL_AUTHENTICATE:
+        return kp__sasl_handle(p, c, r, body, now);
     default:
         return KP_EMALFORMED; /* a response to a request this sender never sends */
     }

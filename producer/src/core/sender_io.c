@@ -4,6 +4,7 @@
  * and idle connections. Sender thread only.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -11,6 +12,8 @@
 
 #include "swc_clock.h"
 #include "core/producer_impl.h"
+#include "core/sasl.h"
+#include "core/tls.h"
 #include "wire/protocol.h"
 
 static void epoll_update(kp_producer_t *p, kp__conn_t *c, bool add)
@@ -204,6 +207,36 @@ static int on_frame(kp__conn_t *c, uint8_t *frame, size_t len, void *arg)
     return rc;
 }
 
+/* A TLS failure: recorded for kp_last_error, the metadata waiters (kp_send) fail at once
+ * (the Java client's SslAuthenticationException), and the connection closes with backoff. */
+static void tls_failed(kp_producer_t *p, kp__conn_t *c, int code, const char *msg, int64_t now)
+{
+    kp__sender_set_error(p, code, msg);
+    kp__metadata_fail_waiters(&p->md, code);
+    kp__sender_disconnect(p, c, now);
+}
+
+/* Drives the TLS handshake (tls.c) in the epoll loop; on completion the ApiVersions one
+ * starts. */
+static void tls_step(kp_producer_t *p, kp__conn_t *c, int64_t now)
+{
+    bool want_write = false;
+    char err[400];
+    int rc = kp__tls_handshake(c, &want_write, err, sizeof err);
+    if (rc == 0) {
+        set_want_write(p, c, want_write);
+        return;
+    }
+    if (rc < 0) {
+        tls_failed(p, c, rc, err, now);
+        return;
+    }
+    c->state = KP__CONN_HANDSHAKE;
+    c->last_activity_ms = now;
+    set_want_write(p, c, false);
+    send_api_versions(p, c, now);
+}
+
 static void handle_event(kp_producer_t *p, kp__conn_t *c, uint32_t events, int64_t now)
 {
     if (c->fd < 0) {
@@ -214,14 +247,36 @@ static void handle_event(kp_producer_t *p, kp__conn_t *c, uint32_t events, int64
             kp__sender_disconnect(p, c, now);
             return;
         }
-        c->state = KP__CONN_HANDSHAKE;
         c->last_activity_ms = now;
+        if (p->tls_ctx) {
+            if (kp__tls_start(c, p->tls_ctx, p->conf.ssl_verify_hostname) != 0) {
+                kp__sender_disconnect(p, c, now);
+                return;
+            }
+            c->state = KP__CONN_TLS_HANDSHAKE;
+            tls_step(p, c, now);
+            return;
+        }
+        c->state = KP__CONN_HANDSHAKE;
         set_want_write(p, c, false);
         send_api_versions(p, c, now);
         return;
     }
+    if (c->state == KP__CONN_TLS_HANDSHAKE) {
+        tls_step(p, c, now);
+        return;
+    }
     if (events & EPOLLIN) {
         if (kp__conn_read(c, on_frame, p) < 0) {
+            if (c->fd >= 0 && c->tls_error[0] != '\0' && c->state == KP__CONN_HANDSHAKE) {
+                char msg[512];
+                snprintf(msg, sizeof msg,
+                         "TLS connection to broker %.256s:%d refused after the "
+                         "handshake: %s",
+                         c->host, (int)c->port, c->tls_error);
+                tls_failed(p, c, KP_ETLS, msg, now);
+                return;
+            }
             kp__sender_disconnect(p, c, now);
             return;
         }
@@ -245,7 +300,7 @@ static void check_timeouts(kp_producer_t *p, int64_t now)
         kp__request_t *r = c->in_flight.head;
         if (r && now - r->created_ms >= p->conf.request_timeout_ms) {
             kp__sender_disconnect(p, c, now);
-        } else if (c->state == KP__CONN_CONNECTING &&
+        } else if ((c->state == KP__CONN_CONNECTING || c->state == KP__CONN_TLS_HANDSHAKE) &&
                    now - c->last_activity_ms >= p->conf.request_timeout_ms) {
             kp__sender_disconnect(p, c, now);
         } else if (!r && c->state == KP__CONN_READY && p->conf.connections_max_idle_ms >= 0 &&
@@ -253,6 +308,8 @@ static void check_timeouts(kp_producer_t *p, int64_t now)
             kp__sender_disconnect(p, c, now);
             c->failures = 0;
             c->next_connect_ms = now;
+        } else {
+            kp__sasl_maybe_reauth(p, c, now);
         }
     }
 }

@@ -19,6 +19,8 @@ static const api_info_t apis[] = {
     {KP_API_METADATA, 1, 12, 9},
     {KP_API_API_VERSIONS, 0, 3, 3},
     {KP_API_INIT_PRODUCER_ID, 0, 4, 2},
+    {KP_API_SASL_HANDSHAKE, 1, 1, INT16_MAX},
+    {KP_API_SASL_AUTHENTICATE, 1, 2, 2},
 };
 
 static const api_info_t *api_find(int16_t api_key)

@@ -7,6 +7,8 @@
  * v10 ApiVersions      18  0..3                3               response header is ALWAYS v0
  *   InitProducerId   22  0..4                2               producer id/epoch in the request from
  * v3
+ *   SaslHandshake    17  1                   never           the mechanism
+ *   SaslAuthenticate 36  1..2                2               session_lifetime_ms (KIP-368)
  *
  * Framing: every request on the wire is int32 size + header + body. kp__request_begin writes the
  * size placeholder and the header; the body encoder follows; kp__request_end patches the size.
@@ -37,6 +39,8 @@ enum {
     KP_API_METADATA = 3,
     KP_API_API_VERSIONS = 18,
     KP_API_INIT_PRODUCER_ID = 22,
+    KP_API_SASL_HANDSHAKE = 17,
+    KP_API_SASL_AUTHENTICATE = 36,
 };
 
 /* ---- versions ---- */
@@ -101,6 +105,34 @@ typedef struct kp_api_versions_response {
 int kp__api_versions_response_read(kp_reader_t *r, int16_t version,
                                    kp_api_versions_response_t *out);
 void kp__api_versions_response_free(kp_api_versions_response_t *resp);
+
+/* ---- SaslHandshake (key 17) and SaslAuthenticate (key 36; KIP-152) ---- */
+
+int kp__sasl_handshake_request_write(kp_writer_t *w, int16_t version, const char *mechanism);
+
+typedef struct kp_sasl_handshake_response {
+    int16_t error_code;   /* 33 UNSUPPORTED_SASL_MECHANISM: `mechanisms` lists the enabled ones */
+    char mechanisms[256]; /* the broker's list joined with ',' (truncated), for messages */
+} kp_sasl_handshake_response_t;
+
+int kp__sasl_handshake_response_read(kp_reader_t *r, int16_t version,
+                                     kp_sasl_handshake_response_t *out);
+
+int kp__sasl_authenticate_request_write(kp_writer_t *w, int16_t version, const void *auth,
+                                        size_t len);
+
+typedef struct kp_sasl_authenticate_response {
+    int16_t error_code;        /* 58 SASL_AUTHENTICATION_FAILED */
+    const char *error_message; /* borrowed from the reader's buffer, NULL when null */
+    size_t error_message_len;
+    const uint8_t *auth; /* borrowed */
+    size_t auth_len;
+    int64_t session_lifetime_ms; /* 0: no re-authentication asked for */
+} kp_sasl_authenticate_response_t;
+
+/* Decodes a SaslAuthenticate response body; the strings point into r's buffer. */
+int kp__sasl_authenticate_response_read(kp_reader_t *r, int16_t version,
+                                        kp_sasl_authenticate_response_t *out);
 
 /* ---- Metadata (key 3) ---- */
 

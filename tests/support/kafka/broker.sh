@@ -2,7 +2,7 @@
 # Starts and stops a real Apache Kafka 4.x cluster (KRaft) on loopback for the tests.
 #
 #   broker.sh start --dir DIR [--nodes 1|3] [--topic name:partitions[:replication]]...
-#                   [--auto-create] [--lifetime SECONDS]
+#                   [--auto-create] [--lifetime SECONDS] [--security]
 #   broker.sh stop --dir DIR
 #   broker.sh kill-node --dir DIR --node N [--signal KILL|TERM]
 #   broker.sh start-node --dir DIR --node N
@@ -23,13 +23,26 @@
 # started (TERM, then KILL after a grace period) and removes the data, keeping the logs.
 # A watchdog kills the cluster after --lifetime seconds (default 3600) should `stop` never run.
 #
+# --security adds, on every node, listeners with TLS and SASL (ports in nodeN/<name>_port):
+#   ssl         SSL, the broker certificate for 127.0.0.1 and localhost (signed by DIR/tls/ca.pem)
+#   badhost     SSL, a certificate from the same CA for wrong.invalid only (hostname mismatch)
+#   mtls        SSL, client certificates required (DIR/tls/client-keystore.pem)
+#   sasl        SASL_PLAINTEXT with PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512
+#   sasl_ssl    SASL_SSL with the same mechanisms
+#   reauth      SASL_PLAINTEXT with connections.max.reauth.ms=5000 (KIP-368 re-authentication)
+# The certificates are made with openssl at start: DIR/tls/ca.pem (trust this), wrong-ca.pem
+# (an unrelated CA), client-keystore.pem (encrypted key + certificate; key password in
+# DIR/tls/key_password). SASL user: DIR/tls/sasl_user / sasl_password (PLAIN from the JAAS
+# config, SCRAM credentials created by `kafka-storage format --add-scram`).
+#
 # Environment: SW_KAFKA_LIBS (jar dir; default: the output of scripts/fetch-kafka.sh),
-# SW_KAFKA_JVM_OPTS (replaces the default JVM flags), SW_KAFKA_START_TIMEOUT (default 90 s).
+# SW_KAFKA_JVM_OPTS (replaces the default JVM flags), SW_KAFKA_START_TIMEOUT (default 120 s:
+# a loaded machine; the --security listeners add a few seconds).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../../.." && pwd)
-start_timeout=${SW_KAFKA_START_TIMEOUT:-90}
+start_timeout=${SW_KAFKA_START_TIMEOUT:-120}
 jvm_opts=${SW_KAFKA_JVM_OPTS:-"-Xmx512m -Xms64m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:-UsePerfData -Xss512k -Djava.awt.headless=true"}
 
 die() {
@@ -47,7 +60,7 @@ usage() {
 cmd=${1:-}
 [ -n "$cmd" ] || usage
 shift
-dir="" nodes=1 node="" signal=KILL auto_create=false lifetime=3600
+dir="" nodes=1 node="" signal=KILL auto_create=false lifetime=3600 security=false
 topics=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -57,6 +70,7 @@ while [ $# -gt 0 ]; do
     --topic) topics+=("${2:?--topic needs name:partitions}"); shift 2 ;;
     --signal) signal=${2:?--signal needs KILL or TERM}; shift 2 ;;
     --auto-create) auto_create=true; shift ;;
+    --security) security=true; shift ;;
     --lifetime) lifetime=${2:?--lifetime needs seconds}; shift 2 ;;
     -h | --help) usage ;;
     *) die "unknown option '$1' (see broker.sh --help)" ;;
@@ -110,20 +124,97 @@ free_port() {
     die "no free loopback port found after 200 tries"
 }
 
+# --security: listener name:security protocol (see the header).
+secure_listeners="ssl:SSL badhost:SSL mtls:SSL sasl:SASL_PLAINTEXT sasl_ssl:SASL_SSL reauth:SASL_PLAINTEXT"
+sasl_user=alice sasl_password=alice-pw-9f3e key_password=test-key-pw-51c2
+
+# One leaf certificate signed by DIR/tls/ca.pem: name subject-cn subjectAltName. The PKCS#8
+# key is encrypted with key_password, as the broker's PEM key store requires (PBES1: the
+# JDK 17 cannot read PBES2 keys).
+make_leaf() {
+    local t="$dir/tls"
+    printf 'subjectAltName=%s\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth,clientAuth\n' \
+        "$3" >"$t/$1.ext"
+    openssl req -newkey rsa:2048 -nodes -keyout "$t/$1.raw.key" -out "$t/$1.csr" \
+        -subj "/CN=$2" >>"$dir/tools.log" 2>&1 &&
+        openssl x509 -req -in "$t/$1.csr" -CA "$t/ca.pem" -CAkey "$t/ca.key" \
+            -CAcreateserial -days 3 -extfile "$t/$1.ext" -out "$t/$1.pem" \
+            >>"$dir/tools.log" 2>&1 &&
+        openssl pkcs8 -topk8 -v1 PBE-SHA1-3DES -in "$t/$1.raw.key" -out "$t/$1.key" \
+            -passout "pass:$key_password" >>"$dir/tools.log" 2>&1 ||
+        fail_start "openssl: making the $1 certificate failed"
+    cat "$t/$1.key" "$t/$1.pem" >"$t/$1-keystore.pem"
+    rm -f "$t/$1.raw.key" "$t/$1.csr" "$t/$1.ext"
+}
+
+# The CA, a wrong CA, the broker's, the wrong host's and a client's certificate.
+make_certs() {
+    local t="$dir/tls" name
+    rm -rf "$t"
+    mkdir -p "$t"
+    command -v openssl >/dev/null || fail_start "openssl not found"
+    for name in ca wrong-ca; do
+        openssl req -x509 -newkey rsa:2048 -nodes -keyout "$t/$name.key" -out "$t/$name.pem" \
+            -days 3 -subj "/CN=skywalking-c test $name" >>"$dir/tools.log" 2>&1 ||
+            fail_start "openssl: making $name failed"
+    done
+    make_leaf broker localhost "IP:127.0.0.1,DNS:localhost"
+    make_leaf badhost wrong.invalid "DNS:wrong.invalid"
+    make_leaf client skywalking-c-client "DNS:client.invalid"
+    echo "$key_password" >"$t/key_password"
+    echo "$sasl_user" >"$t/sasl_user"
+    echo "$sasl_password" >"$t/sasl_password"
+}
+
+# The server.properties lines of the --security listeners.
+security_config() {
+    local t="$dir/tls" l name mech
+    cat <<EOF
+ssl.keystore.type=PEM
+ssl.keystore.location=$t/broker-keystore.pem
+ssl.key.password=$key_password
+ssl.truststore.type=PEM
+ssl.truststore.location=$t/ca.pem
+listener.name.badhost.ssl.keystore.location=$t/badhost-keystore.pem
+listener.name.mtls.ssl.client.auth=required
+sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512
+EOF
+    for l in $secure_listeners; do
+        name=${l%%:*}
+        case "${l##*:}" in SASL_*) ;; *) continue ;; esac
+        echo "listener.name.$name.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_$sasl_user=\"$sasl_password\";"
+        for mech in scram-sha-256 scram-sha-512; do
+            echo "listener.name.$name.$mech.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;"
+        done
+        if [ "$name" = reauth ]; then
+            for mech in plain scram-sha-256 scram-sha-512; do
+                echo "listener.name.reauth.$mech.connections.max.reauth.ms=5000"
+            done
+        fi
+    done
+}
+
 write_config() { # node_id n_nodes voters
     local id=$1 n=$2 voters=$3 rf=$(($2 < 3 ? $2 : 3)) minisr=1
     [ "$rf" -ge 3 ] && minisr=2
-    local nd="$dir/node$id"
+    local nd="$dir/node$id" l name extra_l="" extra_m=""
+    if $security; then
+        for l in $secure_listeners; do
+            name=${l%%:*}
+            extra_l="$extra_l,${name^^}://127.0.0.1:$(cat "$nd/${name}_port")"
+            extra_m="$extra_m,${name^^}:${l##*:}"
+        done
+    fi
     cat >"$nd/server.properties" <<EOF
 # Written by tests/support/kafka/broker.sh for a throw-away test cluster.
 process.roles=broker,controller
 node.id=$id
 controller.quorum.voters=$voters
-listeners=PLAINTEXT://127.0.0.1:$(cat "$nd/port"),CONTROLLER://127.0.0.1:$(cat "$nd/controller_port"),PROXIED://127.0.0.1:$(cat "$nd/proxied_port")
-advertised.listeners=PLAINTEXT://127.0.0.1:$(cat "$nd/port"),PROXIED://127.0.0.1:$(cat "$nd/proxy_port")
+listeners=PLAINTEXT://127.0.0.1:$(cat "$nd/port"),CONTROLLER://127.0.0.1:$(cat "$nd/controller_port"),PROXIED://127.0.0.1:$(cat "$nd/proxied_port")$extra_l
+advertised.listeners=PLAINTEXT://127.0.0.1:$(cat "$nd/port"),PROXIED://127.0.0.1:$(cat "$nd/proxy_port")$extra_l
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,PROXIED:PLAINTEXT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,PROXIED:PLAINTEXT$extra_m
 log.dirs=$nd/data
 auto.create.topics.enable=$auto_create
 num.partitions=1
@@ -144,6 +235,7 @@ broker.heartbeat.interval.ms=500
 broker.session.timeout.ms=3000
 controlled.shutdown.enable=true
 EOF
+    if $security; then security_config >>"$nd/server.properties"; fi
 }
 
 spawn_node() { # node_id
@@ -299,7 +391,7 @@ start_watchdog() {
 
 # --- commands --------------------------------------------------------------------------------
 cmd_start() {
-    local i voters="" cluster_id L t0 bs="" pbs=""
+    local i l voters="" cluster_id L t0 bs="" pbs=""
     command -v java >/dev/null || die "java not found (scripts/install-deps.sh)"
     command -v kcat >/dev/null || die "kcat not found (scripts/install-deps.sh)"
     validate_topics "$nodes"
@@ -320,15 +412,25 @@ cmd_start() {
         free_port >"$dir/node$i/proxy_port"
         echo "$(cat "$dir/node$i/proxy_port") $(cat "$dir/node$i/proxied_port")" >>"$dir/proxy_map"
         pbs="$pbs${pbs:+,}127.0.0.1:$(cat "$dir/node$i/proxy_port")"
+        if $security; then
+            for l in $secure_listeners; do free_port >"$dir/node$i/${l%%:*}_port"; done
+        fi
     done
+    if $security; then make_certs; fi
     echo "$pbs" >"$dir/proxy_bootstrap"
     cluster_id=$(java -cp "$L/*" kafka.tools.StorageTool random-uuid 2>>"$dir/tools.log") ||
         fail_start "kafka-storage random-uuid failed"
+    local -a scram=()
+    if $security; then
+        scram=(--add-scram "SCRAM-SHA-256=[name=$sasl_user,password=$sasl_password]"
+            --add-scram "SCRAM-SHA-512=[name=$sasl_user,password=$sasl_password]")
+    fi
     for i in $(seq 1 "$nodes"); do
         write_config "$i" "$nodes" "$voters"
         java -Xmx128m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Dsw.kafka.log="$dir/tools.log" \
             -Dlog4j2.configurationFile="$here/log4j2.properties" -cp "$L/*" \
             kafka.tools.StorageTool format -t "$cluster_id" -c "$dir/node$i/server.properties" \
+            ${scram[@]+"${scram[@]}"} \
             >>"$dir/tools.log" 2>&1 || fail_start "formatting the storage of node $i failed"
     done
     echo "$bs" >"$dir/bootstrap"

@@ -25,12 +25,12 @@ if(NOT SW_SANITIZE)
   find_program(SW_PYTHON3 NAMES python3 REQUIRED)
   add_test(NAME install_consumers
     COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/install/check_install.sh
-            ${CMAKE_COMMAND} ${PROJECT_BINARY_DIR} ${CMAKE_INSTALL_LIBDIR})
+            ${CMAKE_COMMAND} ${PROJECT_BINARY_DIR} ${CMAKE_INSTALL_LIBDIR} ${SW_SOVERSION})
   set_tests_properties(install_consumers PROPERTIES LABELS install TIMEOUT 300)
 
   find_program(SW_DPKG_DEB NAMES dpkg-deb REQUIRED)
   add_test(NAME package_deb
     COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/install/check_deb.sh
-            ${CMAKE_COMMAND} ${CMAKE_CPACK_COMMAND} ${PROJECT_BINARY_DIR})
+            ${CMAKE_COMMAND} ${CMAKE_CPACK_COMMAND} ${PROJECT_BINARY_DIR} ${SW_SOVERSION})
   set_tests_properties(package_deb PROPERTIES LABELS install TIMEOUT 300)
 endif()

@@ -25,7 +25,7 @@ function(sw_add_shared_library target)
     OUTPUT_NAME ${L_OUTPUT_NAME}
     EXPORT_NAME ${L_OUTPUT_NAME}
     VERSION ${PROJECT_VERSION}
-    SOVERSION ${PROJECT_VERSION_MAJOR}
+    SOVERSION ${SW_SOVERSION}
     LINK_DEPENDS ${L_VERSION_SCRIPT})
   target_link_options(${target} PRIVATE -Wl,--version-script=${L_VERSION_SCRIPT})
   if(NOT SW_SANITIZE)

@@ -1,5 +1,5 @@
 #!/bin/sh
-# check_deb.sh CMAKE CPACK BUILD_DIR
+# check_deb.sh CMAKE CPACK BUILD_DIR SOVERSION
 # Builds the Debian package (cpack -G DEB) of BUILD_DIR into a temporary directory and checks
 # with dpkg-deb -c that it holds exactly the files `cmake --install` puts under /usr (installed
 # with DESTDIR into another temporary directory), and that its pkg-config files name /usr.
@@ -7,6 +7,7 @@ set -eu
 cmake=$1
 cpack=$2
 build=$3
+sover=$4 # the SONAME version, e.g. 0.2
 tmp=$(mktemp -d /tmp/sw-deb-test-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 fail() {
@@ -32,7 +33,8 @@ fi
 for f in usr/bin/swtrace usr/include/skywalking.hpp usr/share/man/man1/swtrace.1; do
     grep -qx "$f" "$tmp/deb.list" || fail "the package lacks $f"
 done
-grep -Eq '^usr/lib.*/libskywalking\.so\.0$' "$tmp/deb.list" || fail "the package lacks libskywalking.so.0"
+grep -q "^usr/lib.*/libskywalking\.so\.$sover\$" "$tmp/deb.list" ||
+    fail "the package lacks libskywalking.so.$sover"
 grep -Eq '^usr/lib.*/libskywalking-preload\.so$' "$tmp/deb.list" ||
     fail "the package lacks libskywalking-preload.so"
 

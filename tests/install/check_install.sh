@@ -1,5 +1,5 @@
 #!/bin/sh
-# check_install.sh CMAKE BUILD_DIR LIBDIR
+# check_install.sh CMAKE BUILD_DIR LIBDIR SOVERSION
 # Installs the build into a temporary prefix (`cmake --install BUILD_DIR --prefix P`), checks the
 # layout, then, outside the source tree, builds a C program with `pkg-config --cflags --libs
 # skywalking` and a C++ project with find_package(skywalking) (shared and static), runs them, and
@@ -8,6 +8,7 @@ set -eu
 cmake=$1
 build=$2
 libdir=$3
+sover=$4 # the SONAME version, e.g. 0.2 (top-level CMakeLists.txt, SW_SOVERSION)
 here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d /tmp/sw-install-test-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
@@ -32,7 +33,8 @@ for lib in skywalking kproducer datacarrier; do
     [ -f "$prefix/$libdir/lib$lib.a" ] || fail "not installed: $libdir/lib$lib.a"
     [ -L "$prefix/$libdir/lib$lib.so" ] || fail "not installed: $libdir/lib$lib.so (link)"
     soname=$(readelf -dW "$prefix/$libdir/lib$lib.so" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
-    [ "$soname" = "lib$lib.so.0" ] || fail "lib$lib.so: SONAME '$soname', expected lib$lib.so.0"
+    [ "$soname" = "lib$lib.so.$sover" ] ||
+        fail "lib$lib.so: SONAME '$soname', expected lib$lib.so.$sover"
     [ -f "$prefix/$libdir/$soname" ] || fail "not installed: $libdir/$soname"
     pc=$prefix/$libdir/pkgconfig/$lib.pc
     [ -f "$pc" ] || fail "not installed: $libdir/pkgconfig/$lib.pc"
@@ -52,8 +54,8 @@ cd "$tmp/c"
 # shellcheck disable=SC2046 # pkg-config output is a list of flags
 cc -std=c11 -Wall -Wextra -Werror -finstrument-functions -rdynamic consumer.c -o consumer \
     $(pkg-config --cflags --libs skywalking) || fail "building the C program with pkg-config"
-readelf -dW consumer | grep -q 'NEEDED.*\[libskywalking.so.0\]' ||
-    fail "the C program is not linked with libskywalking.so.0"
+readelf -dW consumer | grep -qF "[libskywalking.so.$sover]" ||
+    fail "the C program is not linked with libskywalking.so.$sover"
 LD_LIBRARY_PATH="$prefix/$libdir" SW_AGENT_NAME=c-consumer SW_REPORTER_FILE_PATH="$tmp/c.bin" \
     SW_CYG_INCLUDE='consumer_*' ./consumer || fail "the C program failed"
 "$prefix/bin/swtrace" --json "$tmp/c.bin" >"$tmp/c.json" || fail "swtrace --json c.bin"

@@ -19,7 +19,7 @@
 /* The CMake project version, passed by agent/CMakeLists.txt; a fallback keeps the file
    buildable on its own. */
 #ifndef SW_AGENT_VERSION
-#define SW_AGENT_VERSION "0.1.0"
+#define SW_AGENT_VERSION "dev"
 #endif
 
 /* Fixed keys plus the addresses. */

@@ -10,8 +10,14 @@
 
 #include "wire/kafka_error.h"
 
-#define DEFAULT_SOFTWARE_NAME    "skywalking-c"
-#define DEFAULT_SOFTWARE_VERSION "0.1.0"
+#define DEFAULT_SOFTWARE_NAME "skywalking-c"
+/* The project's version (producer/CMakeLists.txt); "dev" where the file is built outside the
+   library (the fuzzers). */
+#ifdef KP__SOFTWARE_VERSION
+#define DEFAULT_SOFTWARE_VERSION KP__SOFTWARE_VERSION
+#else
+#define DEFAULT_SOFTWARE_VERSION "dev"
+#endif
 
 int kp__api_versions_request_write(kp_writer_t *w, int16_t version, const char *software_name,
                                    const char *software_version)

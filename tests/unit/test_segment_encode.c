@@ -98,7 +98,8 @@ static Skywalking__V3__SegmentObject *assert_identical(sw__encoder_t *enc, const
     cr_assert_eq(sw__bytes_reserve(&out, 3), 0);
     memcpy(out.data, "abc", 3);
     out.len = 3;
-    cr_assert_eq(sw__encode_segment(enc, seg, service, instance, &out), 0);
+    cr_assert_eq(sw__encoder_set_process(enc, service, instance), 0);
+    cr_assert_eq(sw__encode_segment(enc, seg, &out), 0);
     cr_assert_eq(out.len - 3, ref_len, "length %zu, protobuf-c packs %zu", out.len - 3, ref_len);
     cr_assert_eq(memcmp(out.data, "abc", 3), 0, "the bytes before the segment changed");
     for (size_t i = 0; i < ref_len; i++) {

@@ -163,12 +163,11 @@ static void span_write(sw__pbr_t *w, const sw__segment_t *seg, const chains_t *c
     sw__pbr_close(w, SEGMENT_SPANS, mark);
 }
 
-static void segment_write(sw__pbr_t *w, const sw__segment_t *seg, const chains_t *ch,
-                          const char *service, const char *instance)
+static void segment_write(sw__pbr_t *w, const sw__encoder_t *enc, const sw__segment_t *seg,
+                          const chains_t *ch)
 {
     sw__pbr_bool(w, SEGMENT_SIZE_LIMITED, seg->size_limited);
-    sw__pbr_string(w, SEGMENT_INSTANCE, instance);
-    sw__pbr_string(w, SEGMENT_SERVICE, service);
+    sw__pbr_raw(w, enc->process_fields, enc->process_fields_len); /* instance, service */
     for (uint32_t i = seg->span_count; i-- > 0;) {
         span_write(w, seg, ch, i);
     }
@@ -188,22 +187,54 @@ static size_t room_guess(const sw__segment_t *seg, size_t fixed_strings)
            (size_t)seg->attr_count * 40 + (size_t)seg->ref_count * 96;
 }
 
-int sw__encode_segment(sw__encoder_t *enc, const sw__segment_t *seg, const char *service,
-                       const char *instance, sw__bytes_t *out)
+/* Writes the string field forwards at `o` (NULL and "" are not written); returns its end. */
+static uint8_t *field_forward(uint8_t *o, unsigned field, const char *s)
+{
+    size_t n = s != NULL ? strlen(s) : 0;
+    if (n == 0) {
+        return o;
+    }
+    *o++ = (uint8_t)(field << 3 | SW__PB_LEN);
+    uint64_t v = n;
+    for (; v >= 0x80; v >>= 7) {
+        *o++ = (uint8_t)(v | 0x80);
+    }
+    *o++ = (uint8_t)v;
+    memcpy(o, s, n);
+    return o + n;
+}
+
+/* The service and instance fields of every segment, as protobuf-c packs them (service first:
+   field 4, then 5). */
+int sw__encoder_set_process(sw__encoder_t *enc, const char *service, const char *instance)
+{
+    size_t need = 2 * 11 + (service ? strlen(service) : 0) + (instance ? strlen(instance) : 0);
+    uint8_t *buf = malloc(need);
+    if (buf == NULL) {
+        return SW_ENOMEM;
+    }
+    uint8_t *end = field_forward(buf, SEGMENT_SERVICE, service);
+    end = field_forward(end, SEGMENT_INSTANCE, instance);
+    free(enc->process_fields);
+    enc->process_fields = buf;
+    enc->process_fields_len = (size_t)(end - buf);
+    return 0;
+}
+
+int sw__encode_segment(sw__encoder_t *enc, const sw__segment_t *seg, sw__bytes_t *out)
 {
     chains_t ch;
     if (chains_build(enc, seg, &ch) != 0) {
         return SW_ENOMEM;
     }
-    size_t fixed = strlen(seg->trace_id) + strlen(seg->segment_id) +
-                   (service ? strlen(service) : 0) + (instance ? strlen(instance) : 0);
+    size_t fixed = strlen(seg->trace_id) + strlen(seg->segment_id) + enc->process_fields_len;
     for (size_t room = room_guess(seg, fixed);; room *= 2) {
         if (sw__bytes_reserve(out, room) != 0) {
             return SW_ENOMEM;
         }
         uint8_t *base = out->data + out->len;
         sw__pbr_t w = {base, base + room, false};
-        segment_write(&w, seg, &ch, service, instance);
+        segment_write(&w, enc, seg, &ch);
         if (!w.overflow) {
             size_t len = (size_t)(base + room - w.p);
             memmove(base, w.p, len);

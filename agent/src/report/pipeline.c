@@ -17,8 +17,6 @@ struct sw__pipeline {
     sw__reporter_t *reporter;
     sw__report_counters_t *counters; /* owned by the agent: outlive the pipeline */
     sw__segment_pool_t *pool;
-    const char *service;
-    const char *instance;
 
     /* Consumer thread only (and sw__pipeline_stop after it was joined). */
     sw__encoder_t encoder;
@@ -67,7 +65,7 @@ static bool records_reserve(sw__pipeline_t *p, size_t n)
 static bool segment_encode(sw__pipeline_t *p, const sw__segment_t *seg, sw__report_record_t *rec)
 {
     size_t start = p->out.len;
-    if (sw__encode_segment(&p->encoder, seg, p->service, p->instance, &p->out) != 0) {
+    if (sw__encode_segment(&p->encoder, seg, &p->out) != 0) {
         return false;
     }
     size_t id_len = strlen(seg->segment_id);
@@ -137,11 +135,14 @@ int sw__pipeline_start(const sw_config_t *cfg, sw__segment_pool_t *pool,
         return SW_ENOMEM;
     }
     p->pool = pool;
-    p->service = cfg->service_name;
-    p->instance = cfg->instance_name;
     p->counters = counters;
+    if (sw__encoder_set_process(&p->encoder, cfg->service_name, cfg->instance_name) != 0) {
+        free(p);
+        return SW_ENOMEM;
+    }
     int rc = reporter_open(cfg, counters, &p->reporter, errbuf, errlen);
     if (rc != 0) {
+        sw__encoder_free(&p->encoder);
         free(p);
         return rc;
     }
@@ -153,6 +154,7 @@ int sw__pipeline_start(const sw_config_t *cfg, sw__segment_pool_t *pool,
                                    dc_partitioner_thread(cfg->buffer_channel_size), errbuf, errlen);
     if (p->carrier == NULL) {
         p->reporter->close(p->reporter);
+        sw__encoder_free(&p->encoder);
         free(p);
         return SW_ECONFIG;
     }
@@ -161,6 +163,7 @@ int sw__pipeline_start(const sw_config_t *cfg, sw__segment_pool_t *pool,
         sw__errbuf_printf(errbuf, errlen, "cannot start the consumer thread: %s", dc_strerror(rc));
         dc_carrier_destroy(p->carrier);
         p->reporter->close(p->reporter);
+        sw__encoder_free(&p->encoder);
         free(p);
         return rc == DC_ETHREAD ? SW_ETHREAD : SW_ENOMEM;
     }

@@ -156,6 +156,21 @@ void sw__context_unrecorded_end(sw__context_t *c);
 /* The recorded active span if the thread has one in the current run, else NULL; *rc says why. */
 sw__span_t *sw__context_active_span(sw__context_t *c, int *rc);
 
+/*
+ * Tags of the active span whose strings are not copied into the arena (the instrumentation's
+ * own tags, span.c). sw__span_tag_static keeps `key` as given and copies `value`;
+ * sw__span_tag_kept keeps both. A kept string must stay valid and unchanged until the segment
+ * is encoded on the consumer thread: a string literal of the agent, or a string in the active
+ * segment's arena (such as sw__span_operation's). The public sw_span_tag copies both.
+ */
+int sw__span_tag_static(const char *key, const char *value);
+/* sw__span_tag_static with the first `len` bytes of value (no NUL needed). */
+int sw__span_tag_static_n(const char *key, const char *value, size_t len);
+int sw__span_tag_kept(const char *key, const char *value);
+
+/* The operation name of the active recorded span (in its segment's arena), or NULL. */
+const char *sw__span_operation(void);
+
 /* Registry: sums every thread's counters of the current run plus the retired ones. */
 void sw__registry_sum(sw_stats_t *out);
 

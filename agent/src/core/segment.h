@@ -15,7 +15,8 @@
  * The arena holds NUL-terminated strings growing up from its start and attribute records
  * (tags, logs, log fields) growing down from its end; when the two meet, strings are truncated
  * and attributes dropped, and `truncations` counts each case. Nothing in a block points outside
- * it except static empty strings, so a finished block can be encoded by another thread.
+ * it except static strings (empty strings, and the agent's own tag literals: sw__span_tag_static
+ * in context.h), so a finished block can be encoded by another thread.
  *
  * Ownership: exactly one of {the pool's free list, a thread's cache, a thread's context, the
  * DataCarrier, the consumer thread} owns a block at a time; no field is shared.

@@ -296,7 +296,10 @@ int sw_span_set_error(bool is_error)
     return rc;
 }
 
-int sw_span_tag(const char *key, const char *value)
+/* Adds a tag to the active span; copy_key / copy_value: the string goes into the arena, else
+   it is kept as given (context.h). value_len: the bytes of value to copy, SIZE_MAX for all. */
+static int tag_put(const char *key, const char *value, size_t value_len, bool copy_key,
+                   bool copy_value)
 {
     if (key == NULL) {
         return SW_EINVAL;
@@ -315,9 +318,42 @@ int sw_span_tag(const char *key, const char *value)
     a->span_id = (uint16_t)c->active;
     a->time_ms = 0;
     a->kv_count = 0;
-    a->key = sw__segment_strdup(seg, key);
-    a->value = sw__segment_strdup(seg, value);
+    a->key = copy_key ? sw__segment_strdup(seg, key) : key;
+    if (!copy_value && value != NULL) {
+        a->value = value;
+    } else if (value_len != SIZE_MAX && value != NULL) {
+        a->value = sw__segment_strndup(seg, value, value_len);
+    } else {
+        a->value = sw__segment_strdup(seg, value);
+    }
     return 0;
+}
+
+int sw_span_tag(const char *key, const char *value)
+{
+    return tag_put(key, value, SIZE_MAX, true, true);
+}
+
+int sw__span_tag_static(const char *key, const char *value)
+{
+    return tag_put(key, value, SIZE_MAX, false, true);
+}
+
+int sw__span_tag_static_n(const char *key, const char *value, size_t len)
+{
+    return tag_put(key, value, len, false, true);
+}
+
+int sw__span_tag_kept(const char *key, const char *value)
+{
+    return tag_put(key, value, SIZE_MAX, false, false);
+}
+
+const char *sw__span_operation(void)
+{
+    int rc;
+    const sw__span_t *sp = sw__context_active_span(&sw__tls_context, &rc);
+    return sp != NULL ? sp->operation : NULL;
 }
 
 int sw_span_log(const sw_kv_t *kvs, size_t n)

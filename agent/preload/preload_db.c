@@ -81,10 +81,7 @@ static size_t utf8_cut(const char *s, size_t len, size_t max)
 }
 
 /* Tags key (a literal: not copied) with the first len bytes of value, up to a NUL in them. */
-static void tag_n(const char *key, const char *value, size_t len)
-{
-    sw__span_tag_static_n(key, value, strnlen(value, len));
-}
+#define tag_n(key, value, len) sw__span_tag_static_n(key, (value), strnlen((value), (len)))
 
 void sw__db_span_tags(int32_t component, const char *instance, const char *sql, size_t sql_len)
 {

@@ -255,13 +255,14 @@ static enum MHD_Result handler_traced(void *cls, struct MHD_Connection *connecti
        strings that come from libmicrohttpd's buffers are copied. */
     const char *method_kept = method != NULL ? method_literal(method) : NULL;
     if (method_kept != NULL) {
-        sw__span_tag_kept("http.method", method_kept);
+        sw__span_tag_kept_("http.method", 11, method_kept, SIZE_MAX);
     } else {
         sw__span_tag_static("http.method", method);
     }
-    const char *op = sw__span_operation();
+    uint32_t op_len;
+    const char *op = sw__span_operation(&op_len);
     if (op != NULL && url != NULL && strcmp(op, url) == 0) {
-        sw__span_tag_kept("url", op);
+        sw__span_tag_kept_("url", 3, op, op_len);
     } else {
         sw__span_tag_static("url", url);
     }

@@ -30,7 +30,9 @@ static sw__span_t *span_add(sw__segment_t *seg, int32_t parent, const char *op, 
     memset(sp, 0, sizeof *sp);
     sp->start_ms = 1700000000123;
     sp->end_ms = 1700000000456;
-    sp->operation = sw__segment_strdup(seg, op);
+    /* The operation's length is stored, the peer's is not (0: the encoder measures it): both
+       ways must give protobuf-c's bytes. */
+    sp->operation = sw__segment_strdup_len(seg, op, &sp->operation_len);
     sp->peer = peer != NULL ? sw__segment_strdup(seg, peer) : NULL;
     sp->parent_id = parent;
     return sp;
@@ -44,7 +46,7 @@ static void tag_add(sw__segment_t *seg, uint16_t span, const char *k, const char
     }
     *a = (sw__attr_t){.kind = SW__ATTR_TAG, .span_id = span};
     a->key = sw__segment_strdup(seg, k);
-    a->value = sw__segment_strdup(seg, v);
+    a->value = sw__segment_strdup_len(seg, v, &a->value_len);
 }
 
 static void log_add(sw__segment_t *seg, uint16_t span, int64_t t, uint32_t nkv)
@@ -60,7 +62,7 @@ static void log_add(sw__segment_t *seg, uint16_t span, int64_t t, uint32_t nkv)
             break;
         }
         *kv = (sw__attr_t){.kind = SW__ATTR_LOG_KV, .span_id = span};
-        kv->key = sw__segment_strdup(seg, i % 2 ? "stack" : "event");
+        kv->key = sw__segment_strdup_len(seg, i % 2 ? "stack" : "event", &kv->key_len);
         kv->value = sw__segment_strdup(seg, i % 3 ? "frame" : "");
         log->kv_count++;
     }

@@ -40,10 +40,21 @@ enum sw__attr_kind {
     SW__ATTR_LOG_KV = 2, /* key, value of the preceding LOG */
 };
 
+/*
+ * String lengths (key_len, value_len, operation_len, peer_len) spare the encoder a strlen: the
+ * length of the string, or 0 when not known (the encoder measures the string then), never a
+ * wrong one. Whoever changes a string pointer sets or clears its length.
+ */
 typedef struct sw__attr {
     const char *key;
     const char *value;
-    int64_t time_ms;
+    union {
+        int64_t time_ms; /* LOG */
+        struct {         /* TAG, LOG_KV */
+            uint32_t key_len;
+            uint32_t value_len;
+        };
+    };
     uint16_t span_id;
     uint8_t kind;
     uint8_t reserved;
@@ -55,6 +66,8 @@ typedef struct sw__span {
     int64_t end_ms;
     const char *operation; /* never NULL */
     const char *peer;      /* NULL when unset */
+    uint32_t operation_len;
+    uint32_t peer_len;
     int32_t parent_id;
     int32_t component_id;
     uint8_t type;  /* sw_span_type_t */
@@ -118,6 +131,11 @@ const char *sw__segment_strdup(sw__segment_t *seg, const char *s);
 
 /* Same for the first `len` bytes of `s` (no NUL needed in s). */
 const char *sw__segment_strndup(sw__segment_t *seg, const char *s, size_t len);
+
+/* sw__segment_strdup / sw__segment_strndup that also store the copy's length in *out_len. */
+const char *sw__segment_strdup_len(sw__segment_t *seg, const char *s, uint32_t *out_len);
+const char *sw__segment_strndup_len(sw__segment_t *seg, const char *s, size_t len,
+                                    uint32_t *out_len);
 
 /* Appends one attribute record; returns it, or NULL when the arena is full (counted). */
 sw__attr_t *sw__segment_attr_add(sw__segment_t *seg);

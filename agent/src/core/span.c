@@ -281,7 +281,7 @@ int sw_span_set_peer(const char *peer)
     int rc;
     sw__span_t *sp = sw__context_active_span(&sw__tls_context, &rc);
     if (sp != NULL) {
-        sp->peer = sw__segment_strdup(sw__tls_context.segment, peer);
+        sp->peer = sw__segment_strdup_len(sw__tls_context.segment, peer, &sp->peer_len);
     }
     return rc;
 }
@@ -297,9 +297,10 @@ int sw_span_set_error(bool is_error)
 }
 
 /* Adds a tag to the active span; copy_key / copy_value: the string goes into the arena, else
-   it is kept as given (context.h). value_len: the bytes of value to copy, SIZE_MAX for all. */
-static int tag_put(const char *key, const char *value, size_t value_len, bool copy_key,
-                   bool copy_value)
+   it is kept as given (context.h). key_len: the length of a kept key, 0 when not known;
+   value_len: the bytes of value to copy (or a kept value's length), SIZE_MAX for all. */
+static int tag_put(const char *key, uint32_t key_len, const char *value, size_t value_len,
+                   bool copy_key, bool copy_value)
 {
     if (key == NULL) {
         return SW_EINVAL;
@@ -316,43 +317,44 @@ static int tag_put(const char *key, const char *value, size_t value_len, bool co
     }
     a->kind = SW__ATTR_TAG;
     a->span_id = (uint16_t)c->active;
-    a->time_ms = 0;
     a->kv_count = 0;
-    a->key = copy_key ? sw__segment_strdup(seg, key) : key;
+    if (copy_key) {
+        a->key = sw__segment_strdup_len(seg, key, &a->key_len);
+    } else {
+        a->key = key;
+        a->key_len = key_len;
+    }
     if (!copy_value && value != NULL) {
         a->value = value;
+        a->value_len = value_len == SIZE_MAX ? 0 : (uint32_t)value_len;
     } else if (value_len != SIZE_MAX && value != NULL) {
-        a->value = sw__segment_strndup(seg, value, value_len);
+        a->value = sw__segment_strndup_len(seg, value, value_len, &a->value_len);
     } else {
-        a->value = sw__segment_strdup(seg, value);
+        a->value = sw__segment_strdup_len(seg, value, &a->value_len);
     }
     return 0;
 }
 
 int sw_span_tag(const char *key, const char *value)
 {
-    return tag_put(key, value, SIZE_MAX, true, true);
+    return tag_put(key, 0, value, SIZE_MAX, true, true);
 }
 
-int sw__span_tag_static(const char *key, const char *value)
+int sw__span_tag_static_(const char *key, size_t key_len, const char *value, size_t value_len)
 {
-    return tag_put(key, value, SIZE_MAX, false, true);
+    return tag_put(key, (uint32_t)key_len, value, value_len, false, true);
 }
 
-int sw__span_tag_static_n(const char *key, const char *value, size_t len)
+int sw__span_tag_kept_(const char *key, size_t key_len, const char *value, size_t value_len)
 {
-    return tag_put(key, value, len, false, true);
+    return tag_put(key, (uint32_t)key_len, value, value_len, false, false);
 }
 
-int sw__span_tag_kept(const char *key, const char *value)
-{
-    return tag_put(key, value, SIZE_MAX, false, false);
-}
-
-const char *sw__span_operation(void)
+const char *sw__span_operation(uint32_t *len)
 {
     int rc;
     const sw__span_t *sp = sw__context_active_span(&sw__tls_context, &rc);
+    *len = sp != NULL ? sp->operation_len : 0;
     return sp != NULL ? sp->operation : NULL;
 }
 
@@ -384,10 +386,9 @@ int sw_span_log(const sw_kv_t *kvs, size_t n)
         }
         kv->kind = SW__ATTR_LOG_KV;
         kv->span_id = (uint16_t)c->active;
-        kv->time_ms = 0;
         kv->kv_count = 0;
-        kv->key = sw__segment_strdup(seg, kvs[i].key);
-        kv->value = sw__segment_strdup(seg, kvs[i].value);
+        kv->key = sw__segment_strdup_len(seg, kvs[i].key, &kv->key_len);
+        kv->value = sw__segment_strdup_len(seg, kvs[i].value, &kv->value_len);
         log->kv_count++;
     }
     if (log->kv_count == 0) {

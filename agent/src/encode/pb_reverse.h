@@ -102,13 +102,16 @@ static inline void sw__pbr_bool(sw__pbr_t *w, unsigned field, bool v)
     }
 }
 
-/* A string field; NULL and "" are the default and not written. */
-static inline void sw__pbr_string(sw__pbr_t *w, unsigned field, const char *s)
+/* A string field of n bytes (0: not known, measured here); NULL and "" are the default and not
+   written. */
+static inline void sw__pbr_string_n(sw__pbr_t *w, unsigned field, const char *s, size_t n)
 {
-    if (s == NULL || s[0] == '\0') {
-        return;
+    if (n == 0) {
+        if (s == NULL || s[0] == '\0') {
+            return;
+        }
+        n = strlen(s);
     }
-    size_t n = strlen(s);
     if (!sw__pbr_room(w, n)) {
         return;
     }
@@ -116,6 +119,12 @@ static inline void sw__pbr_string(sw__pbr_t *w, unsigned field, const char *s)
     memcpy(w->p, s, n);
     sw__pbr_varint(w, n);
     sw__pbr_key(w, field, SW__PB_LEN);
+}
+
+/* A NUL-terminated string field; NULL and "" are the default and not written. */
+static inline void sw__pbr_string(sw__pbr_t *w, unsigned field, const char *s)
+{
+    sw__pbr_string_n(w, field, s, 0);
 }
 
 /* Bytes already encoded elsewhere (whole fields), copied as they are. */

@@ -96,8 +96,8 @@ static int chains_build(sw__encoder_t *enc, const sw__segment_t *seg, chains_t *
 static void kv_write(sw__pbr_t *w, unsigned field, const sw__attr_t *a)
 {
     uint8_t *mark = sw__pbr_mark(w);
-    sw__pbr_string(w, KV_VALUE, a->value);
-    sw__pbr_string(w, KV_KEY, a->key);
+    sw__pbr_string_n(w, KV_VALUE, a->value, a->value_len);
+    sw__pbr_string_n(w, KV_KEY, a->key, a->key_len);
     sw__pbr_close(w, field, mark);
 }
 
@@ -149,8 +149,8 @@ static void span_write(sw__pbr_t *w, const sw__segment_t *seg, const chains_t *c
     sw__pbr_int32(w, SPAN_COMPONENT, sp->component_id);
     sw__pbr_int32(w, SPAN_LAYER, sp->layer);
     sw__pbr_int32(w, SPAN_TYPE, sp->type);
-    sw__pbr_string(w, SPAN_PEER, sp->peer);
-    sw__pbr_string(w, SPAN_OP, sp->operation);
+    sw__pbr_string_n(w, SPAN_PEER, sp->peer, sp->peer_len);
+    sw__pbr_string_n(w, SPAN_OP, sp->operation, sp->operation_len);
     for (uint32_t r = seg->ref_count; r-- > 0;) {
         if (seg->refs[r].span_id == id) {
             ref_write(w, &seg->refs[r]);

@@ -85,8 +85,7 @@ static size_t utf8_cut(const char *s, size_t len, size_t max)
 
 void sw__db_span_tags(int32_t component, const char *instance, const char *sql, size_t sql_len)
 {
-    sw_span_set_layer(SW_LAYER_DATABASE);
-    sw_span_set_component(component);
+    sw__span_set_layer_component(SW_LAYER_DATABASE, component);
     sw__span_tag_kept("db.type", "sql");
     if (instance != NULL && instance[0] != '\0') {
         sw__span_tag_static("db.instance", instance);
@@ -170,9 +169,11 @@ static int cmd_compare(const void *key, const void *elem)
     return strcmp(key, *(const char *const *)elem);
 }
 
-static bool cmd_in(const char *lower, const char *const *table, size_t n)
+/* The table's own copy of lower (a literal: a tag value that needs no copy), or NULL. */
+static const char *cmd_in(const char *lower, const char *const *table, size_t n)
 {
-    return bsearch(lower, table, n, sizeof *table, cmd_compare) != NULL;
+    const char *const *found = bsearch(lower, table, n, sizeof *table, cmd_compare);
+    return found != NULL ? *found : NULL;
 }
 
 /* The lower-case form of cmd in buf (size >= 2), cut. */
@@ -201,13 +202,20 @@ void sw__cache_span_tags(const char *cmd, size_t cmd_len, const char *key, size_
 {
     char lower[32];
     cmd_lower(lower, sizeof lower, cmd, cmd_len);
-    sw_span_set_layer(SW_LAYER_CACHE);
-    sw_span_set_component(SW__COMPONENT_REDIS);
+    sw__span_set_layer_component(SW_LAYER_CACHE, SW__COMPONENT_REDIS);
     sw__span_tag_kept("cache.type", "Redis");
-    sw__span_tag_static("cache.cmd", lower);
-    if (cmd_in(lower, read_cmds, sizeof read_cmds / sizeof *read_cmds)) {
+    const char *read = cmd_in(lower, read_cmds, sizeof read_cmds / sizeof *read_cmds);
+    const char *write =
+        read == NULL ? cmd_in(lower, write_cmds, sizeof write_cmds / sizeof *write_cmds) : NULL;
+    const char *known = read != NULL ? read : write;
+    if (known != NULL) {
+        sw__span_tag_kept_("cache.cmd", 9, known, SIZE_MAX); /* the table's literal */
+    } else {
+        sw__span_tag_static("cache.cmd", lower);
+    }
+    if (read != NULL) {
         sw__span_tag_kept("cache.op", "read");
-    } else if (cmd_in(lower, write_cmds, sizeof write_cmds / sizeof *write_cmds)) {
+    } else if (write != NULL) {
         sw__span_tag_kept("cache.op", "write");
     }
     if (key != NULL && sw__db_settings.redis_trace_key) {

@@ -248,8 +248,7 @@ static enum MHD_Result handler_traced(void *cls, struct MHD_Connection *connecti
     if (!call.queued && sw__span_discard_marked(&mark)) {
         return r;
     }
-    sw_span_set_layer(SW_LAYER_HTTP);
-    sw_span_set_component(SW__COMPONENT_HTTP);
+    sw__span_set_layer_component(SW_LAYER_HTTP, SW__COMPONENT_HTTP);
     peer_set(connection);
     /* The keys are literals and the url is the operation name already in the arena: only the
        strings that come from libmicrohttpd's buffers are copied. */

@@ -175,6 +175,9 @@ int sw__span_tag_kept_(const char *key, size_t key_len, const char *value, size_
 #define sw__span_tag_kept(key, value) \
     sw__span_tag_kept_("" key, sizeof(key) - 1, "" value, sizeof(value) - 1)
 
+/* sw_span_set_layer and sw_span_set_component in one (layer: a valid sw_layer_t). */
+void sw__span_set_layer_component(sw_layer_t layer, int32_t component_id);
+
 /* The operation name of the active recorded span (in its segment's arena) and its length (0:
    not known), or NULL. */
 const char *sw__span_operation(uint32_t *len);

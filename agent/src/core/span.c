@@ -276,6 +276,16 @@ int sw_span_set_layer(sw_layer_t layer)
     return rc;
 }
 
+void sw__span_set_layer_component(sw_layer_t layer, int32_t component_id)
+{
+    int rc;
+    sw__span_t *sp = sw__context_active_span(&sw__tls_context, &rc);
+    if (sp != NULL) {
+        sp->layer = (uint8_t)layer;
+        sp->component_id = component_id;
+    }
+}
+
 int sw_span_set_peer(const char *peer)
 {
     int rc;

@@ -2,9 +2,10 @@
  * segment_encode.c - a finished segment straight into SkyWalking v3 SegmentObject bytes.
  *
  * No protobuf-c message structs: the segment's spans, attributes and references are written by
- * the backward writer (pb_reverse.h) into the free tail of the output buffer, then moved down to
- * where the output ends. The bytes are identical to protobuf-c's packing of the same segment
- * (tests/unit/test_segment_encode.c proves it against the generated code).
+ * the backward writer (pb_reverse.h) into the free tail of the output buffer, where they stay
+ * (the caller gets their offset; the room's unused start is skipped, not filled). The bytes are
+ * identical to protobuf-c's packing of the same segment (tests/unit/test_segment_encode.c proves it
+ * against the generated code).
  *
  * Field numbers are those of proto/tracing.proto and common.proto (DESIGN.md, "SkyWalking v3
  * wire facts"); every writer below writes them in descending order.
@@ -221,7 +222,7 @@ int sw__encoder_set_process(sw__encoder_t *enc, const char *service, const char 
     return 0;
 }
 
-int sw__encode_segment(sw__encoder_t *enc, const sw__segment_t *seg, sw__bytes_t *out)
+int sw__encode_segment(sw__encoder_t *enc, const sw__segment_t *seg, sw__bytes_t *out, size_t *at)
 {
     chains_t ch;
     if (chains_build(enc, seg, &ch) != 0) {
@@ -236,9 +237,10 @@ int sw__encode_segment(sw__encoder_t *enc, const sw__segment_t *seg, sw__bytes_t
         sw__pbr_t w = {base, base + room, false};
         segment_write(&w, enc, seg, &ch);
         if (!w.overflow) {
-            size_t len = (size_t)(base + room - w.p);
-            memmove(base, w.p, len);
-            out->len += len;
+            /* The bytes stay where the backward writer put them, at the end of the room: no
+               move; the unused start of the room is skipped. */
+            *at = (size_t)(w.p - out->data);
+            out->len += room;
             return 0;
         }
     }

@@ -36,10 +36,11 @@ typedef struct sw__encoder {
 int sw__encoder_set_process(sw__encoder_t *enc, const char *service, const char *instance);
 
 /*
- * Appends the packed SegmentObject of `seg` to `out`. Returns 0 or SW_ENOMEM (out unchanged).
- * One thread per encoder.
+ * Appends the packed SegmentObject of `seg` to `out`: its bytes are out->data[*at .. out->len)
+ * (after the call; the bytes between the old out->len and *at are unused and unspecified).
+ * Returns 0 or SW_ENOMEM (out unchanged). One thread per encoder.
  */
-int sw__encode_segment(sw__encoder_t *enc, const sw__segment_t *seg, sw__bytes_t *out);
+int sw__encode_segment(sw__encoder_t *enc, const sw__segment_t *seg, sw__bytes_t *out, size_t *at);
 
 void sw__encoder_free(sw__encoder_t *enc);
 

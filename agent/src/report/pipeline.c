@@ -64,8 +64,8 @@ static bool records_reserve(sw__pipeline_t *p, size_t n)
 /* Encodes one segment plus its id (the Kafka key) into p->out; records offsets in rec. */
 static bool segment_encode(sw__pipeline_t *p, const sw__segment_t *seg, sw__report_record_t *rec)
 {
-    size_t start = p->out.len;
-    if (sw__encode_segment(&p->encoder, seg, &p->out) != 0) {
+    size_t start = p->out.len, at;
+    if (sw__encode_segment(&p->encoder, seg, &p->out, &at) != 0) {
         return false;
     }
     size_t id_len = strlen(seg->segment_id);
@@ -77,8 +77,8 @@ static bool segment_encode(sw__pipeline_t *p, const sw__segment_t *seg, sw__repo
     memcpy(p->out.data + id_at, seg->segment_id, id_len + 1);
     p->out.len += id_len + 1;
     /* Offsets for now: p->out may still move while later segments are encoded. */
-    rec->data = (const uint8_t *)(uintptr_t)start;
-    rec->len = id_at - start;
+    rec->data = (const uint8_t *)(uintptr_t)at;
+    rec->len = id_at - at;
     rec->segment_id = (const char *)(uintptr_t)id_at;
     return true;
 }

@@ -106,13 +106,3 @@ const char *sw__segment_strdup(sw__segment_t *seg, const char *s)
     uint32_t n;
     return sw__segment_strdup_len(seg, s, &n);
 }
-
-sw__attr_t *sw__segment_attr_add(sw__segment_t *seg)
-{
-    if (arena_free(seg) < sizeof(sw__attr_t) || seg->attr_count >= UINT16_MAX) {
-        seg->truncations++;
-        return NULL;
-    }
-    seg->attr_count++;
-    return (sw__attr_t *)(void *)(seg->arena + seg->arena_cap) - seg->attr_count;
-}

@@ -137,8 +137,19 @@ const char *sw__segment_strdup_len(sw__segment_t *seg, const char *s, uint32_t *
 const char *sw__segment_strndup_len(sw__segment_t *seg, const char *s, size_t len,
                                     uint32_t *out_len);
 
-/* Appends one attribute record; returns it, or NULL when the arena is full (counted). */
-sw__attr_t *sw__segment_attr_add(sw__segment_t *seg);
+/* Appends one attribute record; returns it, or NULL when the arena is full (counted). Inline:
+   every tag and log field makes one. */
+static inline sw__attr_t *sw__segment_attr_add(sw__segment_t *seg)
+{
+    size_t room =
+        (size_t)seg->arena_cap - seg->arena_used - (size_t)seg->attr_count * sizeof(sw__attr_t);
+    if (room < sizeof(sw__attr_t) || seg->attr_count >= UINT16_MAX) {
+        seg->truncations++;
+        return NULL;
+    }
+    seg->attr_count++;
+    return (sw__attr_t *)(void *)(seg->arena + seg->arena_cap) - seg->attr_count;
+}
 
 /* The i-th attribute in insertion order (0 <= i < attr_count). */
 static inline const sw__attr_t *sw__segment_attr(const sw__segment_t *seg, uint32_t i)

@@ -253,14 +253,36 @@ void sw_span_end(void)
     }
 }
 
-int sw_span_set_component(int32_t component_id)
+/* Out of line: the cases without a recorded active span (and a stale run). Returns the code. */
+static __attribute__((noinline)) int active_slow(sw__context_t *c)
 {
     int rc;
-    sw__span_t *sp = sw__context_active_span(&sw__tls_context, &rc);
-    if (sp != NULL) {
-        sp->component_id = component_id;
-    }
+    (void)sw__context_active_span(c, &rc);
     return rc;
+}
+
+/* 0 when the thread has a recorded active span in the current run (then it is
+   &c->segment->spans[c->active]), else sw__context_active_span's code. Inline: every setter and
+   tag runs it. relaxed: compares with the run this thread joined (context.h). */
+static inline int active_check(sw__context_t *c)
+{
+    if (likely(c->noop_depth == 0 && c->segment != NULL &&
+               c->epoch == atomic_load_explicit(&sw__epoch, memory_order_relaxed))) {
+        return 0;
+    }
+    return active_slow(c);
+}
+
+int sw_span_set_component(int32_t component_id)
+{
+    sw__context_t *c = &sw__tls_context;
+    int rc = active_check(c);
+    if (rc != 0) {
+        return rc;
+    }
+    sw__span_t *sp = &c->segment->spans[c->active];
+    sp->component_id = component_id;
+    return 0;
 }
 
 int sw_span_set_layer(sw_layer_t layer)
@@ -268,19 +290,21 @@ int sw_span_set_layer(sw_layer_t layer)
     if ((int)layer < SW_LAYER_UNKNOWN || (int)layer > SW_LAYER_FAAS) {
         return SW_EINVAL;
     }
-    int rc;
-    sw__span_t *sp = sw__context_active_span(&sw__tls_context, &rc);
-    if (sp != NULL) {
-        sp->layer = (uint8_t)layer;
+    sw__context_t *c = &sw__tls_context;
+    int rc = active_check(c);
+    if (rc != 0) {
+        return rc;
     }
-    return rc;
+    sw__span_t *sp = &c->segment->spans[c->active];
+    sp->layer = (uint8_t)layer;
+    return 0;
 }
 
 void sw__span_set_layer_component(sw_layer_t layer, int32_t component_id)
 {
-    int rc;
-    sw__span_t *sp = sw__context_active_span(&sw__tls_context, &rc);
-    if (sp != NULL) {
+    sw__context_t *c = &sw__tls_context;
+    if (active_check(c) == 0) {
+        sw__span_t *sp = &c->segment->spans[c->active];
         sp->layer = (uint8_t)layer;
         sp->component_id = component_id;
     }
@@ -288,22 +312,26 @@ void sw__span_set_layer_component(sw_layer_t layer, int32_t component_id)
 
 int sw_span_set_peer(const char *peer)
 {
-    int rc;
-    sw__span_t *sp = sw__context_active_span(&sw__tls_context, &rc);
-    if (sp != NULL) {
-        sp->peer = sw__segment_strdup_len(sw__tls_context.segment, peer, &sp->peer_len);
+    sw__context_t *c = &sw__tls_context;
+    int rc = active_check(c);
+    if (rc != 0) {
+        return rc;
     }
-    return rc;
+    sw__span_t *sp = &c->segment->spans[c->active];
+    sp->peer = sw__segment_strdup_len(c->segment, peer, &sp->peer_len);
+    return 0;
 }
 
 int sw_span_set_error(bool is_error)
 {
-    int rc;
-    sw__span_t *sp = sw__context_active_span(&sw__tls_context, &rc);
-    if (sp != NULL) {
-        sp->is_error = is_error ? 1 : 0;
+    sw__context_t *c = &sw__tls_context;
+    int rc = active_check(c);
+    if (rc != 0) {
+        return rc;
     }
-    return rc;
+    sw__span_t *sp = &c->segment->spans[c->active];
+    sp->is_error = is_error ? 1 : 0;
+    return 0;
 }
 
 /* Adds a tag to the active span; copy_key / copy_value: the string goes into the arena, else
@@ -315,9 +343,9 @@ static int tag_put(const char *key, uint32_t key_len, const char *value, size_t 
     if (key == NULL) {
         return SW_EINVAL;
     }
-    int rc;
     sw__context_t *c = &sw__tls_context;
-    if (sw__context_active_span(c, &rc) == NULL) {
+    int rc = active_check(c);
+    if (rc != 0) {
         return rc;
     }
     sw__segment_t *seg = c->segment;
@@ -362,10 +390,14 @@ int sw__span_tag_kept_(const char *key, size_t key_len, const char *value, size_
 
 const char *sw__span_operation(uint32_t *len)
 {
-    int rc;
-    const sw__span_t *sp = sw__context_active_span(&sw__tls_context, &rc);
-    *len = sp != NULL ? sp->operation_len : 0;
-    return sp != NULL ? sp->operation : NULL;
+    sw__context_t *c = &sw__tls_context;
+    if (active_check(c) != 0) {
+        *len = 0;
+        return NULL;
+    }
+    const sw__span_t *sp = &c->segment->spans[c->active];
+    *len = sp->operation_len;
+    return sp->operation;
 }
 
 int sw_span_log(const sw_kv_t *kvs, size_t n)

@@ -165,15 +165,15 @@ static void span_write(sw__pbr_t *w, const sw__segment_t *seg, const chains_t *c
 }
 
 static void segment_write(sw__pbr_t *w, const sw__encoder_t *enc, const sw__segment_t *seg,
-                          const chains_t *ch)
+                          const chains_t *ch, size_t trace_id_len, size_t segment_id_len)
 {
     sw__pbr_bool(w, SEGMENT_SIZE_LIMITED, seg->size_limited);
     sw__pbr_raw(w, enc->process_fields, enc->process_fields_len); /* instance, service */
     for (uint32_t i = seg->span_count; i-- > 0;) {
         span_write(w, seg, ch, i);
     }
-    sw__pbr_string(w, SEGMENT_SEGMENT_ID, seg->segment_id);
-    sw__pbr_string(w, SEGMENT_TRACE_ID, seg->trace_id);
+    sw__pbr_string_n(w, SEGMENT_SEGMENT_ID, seg->segment_id, segment_id_len);
+    sw__pbr_string_n(w, SEGMENT_TRACE_ID, seg->trace_id, trace_id_len);
 }
 
 /*
@@ -228,14 +228,15 @@ int sw__encode_segment(sw__encoder_t *enc, const sw__segment_t *seg, sw__bytes_t
     if (chains_build(enc, seg, &ch) != 0) {
         return SW_ENOMEM;
     }
-    size_t fixed = strlen(seg->trace_id) + strlen(seg->segment_id) + enc->process_fields_len;
+    size_t trace_id_len = strlen(seg->trace_id), segment_id_len = strlen(seg->segment_id);
+    size_t fixed = trace_id_len + segment_id_len + enc->process_fields_len;
     for (size_t room = room_guess(seg, fixed);; room *= 2) {
         if (sw__bytes_reserve(out, room) != 0) {
             return SW_ENOMEM;
         }
         uint8_t *base = out->data + out->len;
         sw__pbr_t w = {base, base + room, false};
-        segment_write(&w, enc, seg, &ch);
+        segment_write(&w, enc, seg, &ch, trace_id_len, segment_id_len);
         if (!w.overflow) {
             /* The bytes stay where the backward writer put them, at the end of the room: no
                move; the unused start of the room is skipped. */

@@ -287,9 +287,7 @@ void sw__curl_outcome_tag(const sw__curl_fns_t *f, CURL *h, CURLcode rc)
     }
     long status = 0;
     if (f->getinfo(h, CURLINFO_RESPONSE_CODE, &status) == CURLE_OK && status != 0) {
-        char digits[24];
-        snprintf(digits, sizeof digits, "%ld", status);
-        sw__span_tag_static("http.status_code", digits);
+        sw__preload_status_tag(status);
     }
     if (rc != CURLE_OK) {
         sw_span_set_error(true);

@@ -266,9 +266,7 @@ static enum MHD_Result handler_traced(void *cls, struct MHD_Connection *connecti
         sw__span_tag_static("url", url);
     }
     if (call.queued) {
-        char digits[24];
-        sw__u64_to_dec(call.status, digits);
-        sw__span_tag_static("http.status_code", digits);
+        sw__preload_status_tag((long)call.status);
         if (call.status >= 400) {
             sw_span_set_error(true);
         }

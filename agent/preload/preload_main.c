@@ -17,7 +17,7 @@
 #include "preload.h"
 #include "preload_db.h"
 
-    _Thread_local bool sw__preload_busy;
+_Thread_local bool sw__preload_busy;
 
 /* The configuration read by the constructor; read-only afterwards (global: the preload has no
    other place to keep it between the constructor and the first traced call). */

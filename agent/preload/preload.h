@@ -63,6 +63,12 @@ bool sw__preload_agent_ready(void);
  */
 void sw__preload_pending_apply(const sw__span_mark_t *mark, bool link);
 
+/*
+ * Tags the active span's http.status_code: codes 100..599 with literals of this library (no
+ * formatting, no copy), others formatted and copied.
+ */
+void sw__preload_status_tag(long status);
+
 /* Set on a thread while the agent itself runs inside an interposed call (starting or stopping
    the agent): interposers then only forward to the real function. */
 extern _Thread_local bool sw__preload_busy;

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../src/core/context.h"
 #include "../src/core/propagate.h"
 #include "preload.h"
 #include "preload_curl.h"
@@ -215,9 +216,8 @@ struct curl_slist *sw__curl_handle_get(CURL *h, char *url, size_t url_len)
 
 void sw__curl_span_tags(const char *url)
 {
-    sw_span_set_layer(SW_LAYER_HTTP);
-    sw_span_set_component(SW__COMPONENT_CURL);
-    sw_span_tag("url", url);
+    sw__span_set_layer_component(SW_LAYER_HTTP, SW__COMPONENT_CURL);
+    sw__span_tag_static("url", url);
 }
 
 /* Whether the caller's list already carries a header `name` ("traceparent:"): the caller's
@@ -283,13 +283,11 @@ void sw__curl_outcome_tag(const sw__curl_fns_t *f, CURL *h, CURLcode rc)
 {
     char *method = NULL;
     if (f->getinfo(h, CURLINFO_EFFECTIVE_METHOD, &method) == CURLE_OK && method != NULL) {
-        sw_span_tag("http.method", method);
+        sw__span_tag_static("http.method", method);
     }
     long status = 0;
     if (f->getinfo(h, CURLINFO_RESPONSE_CODE, &status) == CURLE_OK && status != 0) {
-        char digits[24];
-        snprintf(digits, sizeof digits, "%ld", status);
-        sw_span_tag("http.status_code", digits);
+        sw__preload_status_tag(status);
     }
     if (rc != CURLE_OK) {
         sw_span_set_error(true);

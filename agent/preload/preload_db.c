@@ -9,6 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "../src/core/context.h"
 #include "../src/log/log.h"
 #include "preload.h"
 #include "skywalking.h"
@@ -81,22 +82,15 @@ static size_t utf8_cut(const char *s, size_t len, size_t max)
     return n;
 }
 
-/* Tags key with the first len bytes of value (copied through a bounded stack buffer). */
-static void tag_n(const char *key, const char *value, size_t len)
-{
-    char buf[SQL_BODY_MAX_LIMIT + 1];
-    memcpy(buf, value, len);
-    buf[len] = '\0';
-    sw_span_tag(key, buf);
-}
+/* Tags key (a literal: not copied) with the first len bytes of value, up to a NUL in them. */
+#define tag_n(key, value, len) sw__span_tag_static_n(key, (value), strnlen((value), (len)))
 
 void sw__db_span_tags(int32_t component, const char *instance, const char *sql, size_t sql_len)
 {
-    sw_span_set_layer(SW_LAYER_DATABASE);
-    sw_span_set_component(component);
-    sw_span_tag("db.type", "sql");
+    sw__span_set_layer_component(SW_LAYER_DATABASE, component);
+    sw__span_tag_kept("db.type", "sql");
     if (instance != NULL && instance[0] != '\0') {
-        sw_span_tag("db.instance", instance);
+        sw__span_tag_static("db.instance", instance);
     }
     if (sql != NULL) {
         tag_n("db.statement", sql, utf8_cut(sql, sql_len, sw__db_settings.sql_body_max));
@@ -138,7 +132,7 @@ void sw__db_params_tag(int n, sw__db_param_fn value, const void *ctx)
         return;
     }
     char buf[SQL_BODY_MAX_LIMIT + 1];
-    sw_span_tag("db.sql.parameters", sw__db_params_format(buf, sizeof buf, n, value, ctx));
+    sw__span_tag_static("db.sql.parameters", sw__db_params_format(buf, sizeof buf, n, value, ctx));
 }
 
 void sw__db_span_error(const char *kind, const char *message, size_t len)
@@ -177,9 +171,11 @@ static int cmd_compare(const void *key, const void *elem)
     return strcmp(key, *(const char *const *)elem);
 }
 
-static bool cmd_in(const char *lower, const char *const *table, size_t n)
+/* The table's own copy of lower (a literal: a tag value that needs no copy), or NULL. */
+static const char *cmd_in(const char *lower, const char *const *table, size_t n)
 {
-    return bsearch(lower, table, n, sizeof *table, cmd_compare) != NULL;
+    const char *const *found = bsearch(lower, table, n, sizeof *table, cmd_compare);
+    return found != NULL ? *found : NULL;
 }
 
 /* The lower-case form of cmd in buf (size >= 2), cut. */
@@ -208,14 +204,21 @@ void sw__cache_span_tags(const char *cmd, size_t cmd_len, const char *key, size_
 {
     char lower[32];
     cmd_lower(lower, sizeof lower, cmd, cmd_len);
-    sw_span_set_layer(SW_LAYER_CACHE);
-    sw_span_set_component(SW__COMPONENT_REDIS);
-    sw_span_tag("cache.type", "Redis");
-    sw_span_tag("cache.cmd", lower);
-    if (cmd_in(lower, read_cmds, sizeof read_cmds / sizeof *read_cmds)) {
-        sw_span_tag("cache.op", "read");
-    } else if (cmd_in(lower, write_cmds, sizeof write_cmds / sizeof *write_cmds)) {
-        sw_span_tag("cache.op", "write");
+    sw__span_set_layer_component(SW_LAYER_CACHE, SW__COMPONENT_REDIS);
+    sw__span_tag_kept("cache.type", "Redis");
+    const char *read = cmd_in(lower, read_cmds, sizeof read_cmds / sizeof *read_cmds);
+    const char *write =
+        read == NULL ? cmd_in(lower, write_cmds, sizeof write_cmds / sizeof *write_cmds) : NULL;
+    const char *known = read != NULL ? read : write;
+    if (known != NULL) {
+        sw__span_tag_kept_("cache.cmd", 9, known, SIZE_MAX); /* the table's literal */
+    } else {
+        sw__span_tag_static("cache.cmd", lower);
+    }
+    if (read != NULL) {
+        sw__span_tag_kept("cache.op", "read");
+    } else if (write != NULL) {
+        sw__span_tag_kept("cache.op", "write");
     }
     if (key != NULL && sw__db_settings.redis_trace_key) {
         tag_n("cache.key", key, utf8_cut(key, key_len, sw__db_settings.sql_body_max));

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "../src/config/config.h"
+#include "../src/core/context.h"
 #include "../src/log/log.h"
 #include "preload.h"
 #include "preload_db.h"
@@ -240,4 +241,28 @@ int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*start)
         free(p);
     }
     return rc;
+}
+
+/* "100" .. "599", 4 bytes each (with the NUL), built by the preprocessor. */
+#define STATUS_1(n) \
+    {(char)('0' + (n) / 100), (char)('0' + (n) / 10 % 10), (char)('0' + (n) % 10), 0}
+#define STATUS_10(n)                                                                 \
+    STATUS_1(n), STATUS_1(n + 1), STATUS_1(n + 2), STATUS_1(n + 3), STATUS_1(n + 4), \
+        STATUS_1(n + 5), STATUS_1(n + 6), STATUS_1(n + 7), STATUS_1(n + 8), STATUS_1(n + 9)
+#define STATUS_100(n)                                                                         \
+    STATUS_10(n), STATUS_10(n + 10), STATUS_10(n + 20), STATUS_10(n + 30), STATUS_10(n + 40), \
+        STATUS_10(n + 50), STATUS_10(n + 60), STATUS_10(n + 70), STATUS_10(n + 80),           \
+        STATUS_10(n + 90)
+static const char status_text[500][4] = {STATUS_100(100), STATUS_100(200), STATUS_100(300),
+                                         STATUS_100(400), STATUS_100(500)};
+
+void sw__preload_status_tag(long status)
+{
+    if (status >= 100 && status <= 599) {
+        sw__span_tag_kept_("http.status_code", 16, status_text[status - 100], 3);
+        return;
+    }
+    char digits[24];
+    snprintf(digits, sizeof digits, "%ld", status);
+    sw__span_tag_static("http.status_code", digits);
 }

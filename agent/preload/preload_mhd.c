@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "../src/core/context.h"
 #include "../src/core/ids.h"
 #include "../src/core/propagate.h"
 #include "preload.h"
@@ -61,6 +62,79 @@ static const char *header_get(struct MHD_Connection *c, const char *name)
     return lookup != NULL ? lookup(c, MHD_HEADER_KIND, name) : NULL;
 }
 
+/* The propagation headers of a request (NULL: absent; the first of repeated ones). */
+typedef struct headers {
+    const char *sw8;
+    const char *correlation;
+    const char *x;
+    const char *traceparent;
+    const char *tracestate;
+    bool w3c; /* traceparent and tracestate are wanted */
+} headers_t;
+
+/* ASCII case-insensitive equality of n bytes, as libmicrohttpd compares header names. */
+static bool name_is(const char *key, const char *name, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        unsigned char k = (unsigned char)key[i];
+        if ((k >= 'A' && k <= 'Z' ? k + 32u : k) != (unsigned char)name[i]) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static enum MHD_Result header_pick(void *cls, enum MHD_ValueKind kind, const char *key,
+                                   size_t key_size, const char *value, size_t value_size)
+{
+    (void)kind;
+    (void)value_size;
+    headers_t *h = cls;
+    const char **slot = NULL;
+    switch (key_size) { /* the name's length picks the one candidate */
+    case 3:
+        slot = name_is(key, "sw8", 3) ? &h->sw8 : NULL;
+        break;
+    case 5:
+        slot = name_is(key, "sw8-x", 5) ? &h->x : NULL;
+        break;
+    case 15:
+        slot = name_is(key, "sw8-correlation", 15) ? &h->correlation : NULL;
+        break;
+    case 11:
+        slot = h->w3c && name_is(key, "traceparent", 11) ? &h->traceparent : NULL;
+        break;
+    case 10:
+        slot = h->w3c && name_is(key, "tracestate", 10) ? &h->tracestate : NULL;
+        break;
+    default:
+        break;
+    }
+    if (slot != NULL && *slot == NULL) {
+        *slot = value;
+    }
+    return MHD_YES;
+}
+
+/* Reads the propagation headers in one pass over the request's headers (one lookup each when
+   this libmicrohttpd lacks MHD_get_connection_values_n). */
+static void headers_read(struct MHD_Connection *c, headers_t *h)
+{
+    int (*each)(struct MHD_Connection *, enum MHD_ValueKind, MHD_KeyValueIteratorN, void *);
+    REAL(each, "MHD_get_connection_values_n");
+    if (each != NULL) {
+        (void)each(c, MHD_HEADER_KIND, header_pick, h);
+        return;
+    }
+    h->sw8 = header_get(c, "sw8");
+    h->correlation = header_get(c, "sw8-correlation");
+    h->x = header_get(c, "sw8-x");
+    if (h->w3c) {
+        h->traceparent = header_get(c, "traceparent");
+        h->tracestate = header_get(c, "tracestate");
+    }
+}
+
 /* Writes a.b.c.d for an IPv4 address in network order; returns the length (at most 15). glibc's
    inet_ntop formats IPv4 with sprintf, which is most of this function's cost per request. */
 static size_t ipv4_format(const struct in_addr *addr, char *out)
@@ -76,9 +150,19 @@ static size_t ipv4_format(const struct in_addr *addr, char *out)
     return n;
 }
 
+/* The last client address formatted on this thread: a keep-alive connection sends many
+   requests from one address and port. */
+typedef struct peer_cache {
+    struct sockaddr_in6 addr; /* the bytes compared: sizeof of the family's sockaddr */
+    socklen_t len;
+    char text[INET6_ADDRSTRLEN + 32];
+} peer_cache_t;
+
+static _Thread_local peer_cache_t tls_peer;
+
 /* The client's address as "host:port" ("[host]:port" for IPv6), set as the span's peer. Formatted
-   by hand (IPv4) or with inet_ntop (IPv6) rather than getnameinfo and snprintf: this runs on
-   every request. */
+   by hand (IPv4) or with inet_ntop (IPv6) rather than getnameinfo and snprintf, and only when it
+   differs from the last one on this thread: this runs on every request. */
 static void peer_set(struct MHD_Connection *c)
 {
     const union MHD_ConnectionInfo *(*info)(struct MHD_Connection *, enum MHD_ConnectionInfoType,
@@ -90,6 +174,14 @@ static void peer_set(struct MHD_Connection *c)
         return;
     }
     const struct sockaddr *sa = ci->client_addr;
+    socklen_t sa_len = sa->sa_family == AF_INET    ? (socklen_t)sizeof(struct sockaddr_in)
+                       : sa->sa_family == AF_INET6 ? (socklen_t)sizeof(struct sockaddr_in6)
+                                                   : 0;
+    peer_cache_t *cache = &tls_peer;
+    if (sa_len != 0 && cache->len == sa_len && memcmp(&cache->addr, sa, sa_len) == 0) {
+        sw_span_set_peer(cache->text);
+        return;
+    }
     /* Room: "[" + 45 + "]:" + 21 (sw__u64_to_dec writes up to 20 digits and a NUL). */
     char peer[INET6_ADDRSTRLEN + 32];
     size_t n = 0;
@@ -112,7 +204,24 @@ static void peer_set(struct MHD_Connection *c)
     }
     peer[n++] = ':';
     sw__u64_to_dec(port, peer + n);
+    _Static_assert(sizeof peer == sizeof cache->text, "the cache holds a formatted peer");
+    memcpy(&cache->addr, sa, sa_len);
+    cache->len = sa_len;
+    memcpy(cache->text, peer, sizeof peer);
     sw_span_set_peer(peer);
+}
+
+/* The method as one of the agent's literals (a tag value that needs no copy), or NULL. */
+static const char *method_literal(const char *m)
+{
+    static const char *const known[] = {"GET",   "POST",    "PUT",     "DELETE", "HEAD",
+                                        "PATCH", "OPTIONS", "CONNECT", "TRACE"};
+    for (size_t i = 0; i < sizeof known / sizeof *known; i++) {
+        if (m[0] == known[i][0] && strcmp(m, known[i]) == 0) {
+            return known[i];
+        }
+    }
+    return NULL;
 }
 
 static enum MHD_Result handler_traced(void *cls, struct MHD_Connection *connection, const char *url,
@@ -126,11 +235,10 @@ static enum MHD_Result handler_traced(void *cls, struct MHD_Connection *connecti
                           upload_data_size, con_cls);
     }
     sw__span_mark_t mark;
-    bool w3c = sw__propagation_w3c(); /* W3C headers are looked up only when they are read */
-    sw__span_begin_entry_marked(
-        url, header_get(connection, "sw8"), header_get(connection, "sw8-correlation"),
-        header_get(connection, "sw8-x"), w3c ? header_get(connection, "traceparent") : NULL,
-        w3c ? header_get(connection, "tracestate") : NULL, &mark);
+    /* W3C headers are looked up only when they are read. */
+    headers_t h = {.w3c = sw__propagation_w3c()};
+    headers_read(connection, &h);
+    sw__span_begin_entry_marked(url, h.sw8, h.correlation, h.x, h.traceparent, h.tracestate, &mark);
     sw__preload_pending_apply(&mark, false);
     handler_call_t call = {connection, 0, false};
     tls_call = &call;
@@ -140,15 +248,25 @@ static enum MHD_Result handler_traced(void *cls, struct MHD_Connection *connecti
     if (!call.queued && sw__span_discard_marked(&mark)) {
         return r;
     }
-    sw_span_set_layer(SW_LAYER_HTTP);
-    sw_span_set_component(SW__COMPONENT_HTTP);
+    sw__span_set_layer_component(SW_LAYER_HTTP, SW__COMPONENT_HTTP);
     peer_set(connection);
-    sw_span_tag("http.method", method);
-    sw_span_tag("url", url);
+    /* The keys are literals and the url is the operation name already in the arena: only the
+       strings that come from libmicrohttpd's buffers are copied. */
+    const char *method_kept = method != NULL ? method_literal(method) : NULL;
+    if (method_kept != NULL) {
+        sw__span_tag_kept_("http.method", 11, method_kept, SIZE_MAX);
+    } else {
+        sw__span_tag_static("http.method", method);
+    }
+    uint32_t op_len;
+    const char *op = sw__span_operation(&op_len);
+    if (op != NULL && url != NULL && strcmp(op, url) == 0) {
+        sw__span_tag_kept_("url", 3, op, op_len);
+    } else {
+        sw__span_tag_static("url", url);
+    }
     if (call.queued) {
-        char digits[24];
-        sw__u64_to_dec(call.status, digits);
-        sw_span_tag("http.status_code", digits);
+        sw__preload_status_tag((long)call.status);
         if (call.status >= 400) {
             sw_span_set_error(true);
         }

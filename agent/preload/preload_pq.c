@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../src/core/context.h"
 #include "../src/instrument/span_async.h"
 #include "preload.h"
 #include "preload_db.h"
@@ -305,7 +306,7 @@ PGresult *PQexecParams(PGconn *conn, const char *command, int nParams, const Oid
     span_begin(&f, conn, "PostgreSQL/libpq/PQexecParams", command, 0);
     char *params = params_copy(nParams, paramValues, paramFormats);
     if (params != NULL) {
-        sw_span_tag("db.sql.parameters", params);
+        sw__span_tag_static("db.sql.parameters", params);
     }
     free(params);
     in_call = true;
@@ -358,7 +359,7 @@ PGresult *PQexecPrepared(PGconn *conn, const char *stmtName, int nParams,
     free(sql);
     char *params = params_copy(nParams, paramValues, paramFormats);
     if (params != NULL) {
-        sw_span_tag("db.sql.parameters", params);
+        sw__span_tag_static("db.sql.parameters", params);
     }
     free(params);
     in_call = true;
@@ -518,7 +519,7 @@ static void pending_result(const pq_fns_t *f, const PGconn *conn, const PGresult
     }
     span_begin(f, conn, done.op, done.sql, done.start_ms);
     if (done.params != NULL) {
-        sw_span_tag("db.sql.parameters", done.params);
+        sw__span_tag_static("db.sql.parameters", done.params);
     }
     if (done.failed) {
         sw__db_span_error("PostgreSQL", done.error != NULL ? done.error : "",

@@ -143,8 +143,9 @@ void sw__context_push(sw__context_t *c, sw_span_type_t type, const char *op, con
     sw__span_t *sp = &seg->spans[id];
     sp->start_ms = now_ms;
     sp->end_ms = now_ms;
-    sp->operation = sw__segment_strdup(seg, op);
-    sp->peer = peer != NULL ? sw__segment_strdup(seg, peer) : NULL;
+    sp->operation = sw__segment_strdup_len(seg, op, &sp->operation_len);
+    sp->peer_len = 0;
+    sp->peer = peer != NULL ? sw__segment_strdup_len(seg, peer, &sp->peer_len) : NULL;
     sp->parent_id = c->active;
     sp->component_id = 0;
     sp->type = (uint8_t)type;

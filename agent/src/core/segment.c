@@ -55,9 +55,11 @@ static size_t arena_free(const sw__segment_t *seg)
     return (size_t)seg->arena_cap - seg->arena_used - (size_t)seg->attr_count * sizeof(sw__attr_t);
 }
 
-const char *sw__segment_strndup(sw__segment_t *seg, const char *s, size_t len)
+const char *sw__segment_strndup_len(sw__segment_t *seg, const char *s, size_t len,
+                                    uint32_t *out_len)
 {
     size_t room = arena_free(seg);
+    *out_len = 0;
     if (len == 0) {
         return empty_string;
     }
@@ -80,23 +82,27 @@ const char *sw__segment_strndup(sw__segment_t *seg, const char *s, size_t len)
     memcpy(dst, s, len);
     dst[len] = '\0';
     seg->arena_used += (uint32_t)(len + 1);
+    *out_len = (uint32_t)len;
     return dst;
+}
+
+const char *sw__segment_strndup(sw__segment_t *seg, const char *s, size_t len)
+{
+    uint32_t n;
+    return sw__segment_strndup_len(seg, s, len, &n);
+}
+
+const char *sw__segment_strdup_len(sw__segment_t *seg, const char *s, uint32_t *out_len)
+{
+    if (s == NULL) {
+        *out_len = 0;
+        return empty_string;
+    }
+    return sw__segment_strndup_len(seg, s, strlen(s), out_len);
 }
 
 const char *sw__segment_strdup(sw__segment_t *seg, const char *s)
 {
-    if (s == NULL) {
-        return empty_string;
-    }
-    return sw__segment_strndup(seg, s, strlen(s));
-}
-
-sw__attr_t *sw__segment_attr_add(sw__segment_t *seg)
-{
-    if (arena_free(seg) < sizeof(sw__attr_t) || seg->attr_count >= UINT16_MAX) {
-        seg->truncations++;
-        return NULL;
-    }
-    seg->attr_count++;
-    return (sw__attr_t *)(void *)(seg->arena + seg->arena_cap) - seg->attr_count;
+    uint32_t n;
+    return sw__segment_strdup_len(seg, s, &n);
 }

@@ -15,7 +15,8 @@
  * The arena holds NUL-terminated strings growing up from its start and attribute records
  * (tags, logs, log fields) growing down from its end; when the two meet, strings are truncated
  * and attributes dropped, and `truncations` counts each case. Nothing in a block points outside
- * it except static empty strings, so a finished block can be encoded by another thread.
+ * it except static strings (empty strings, and the agent's own tag literals: sw__span_tag_static
+ * in context.h), so a finished block can be encoded by another thread.
  *
  * Ownership: exactly one of {the pool's free list, a thread's cache, a thread's context, the
  * DataCarrier, the consumer thread} owns a block at a time; no field is shared.
@@ -39,10 +40,21 @@ enum sw__attr_kind {
     SW__ATTR_LOG_KV = 2, /* key, value of the preceding LOG */
 };
 
+/*
+ * String lengths (key_len, value_len, operation_len, peer_len) spare the encoder a strlen: the
+ * length of the string, or 0 when not known (the encoder measures the string then), never a
+ * wrong one. Whoever changes a string pointer sets or clears its length.
+ */
 typedef struct sw__attr {
     const char *key;
     const char *value;
-    int64_t time_ms;
+    union {
+        int64_t time_ms; /* LOG */
+        struct {         /* TAG, LOG_KV */
+            uint32_t key_len;
+            uint32_t value_len;
+        };
+    };
     uint16_t span_id;
     uint8_t kind;
     uint8_t reserved;
@@ -54,6 +66,8 @@ typedef struct sw__span {
     int64_t end_ms;
     const char *operation; /* never NULL */
     const char *peer;      /* NULL when unset */
+    uint32_t operation_len;
+    uint32_t peer_len;
     int32_t parent_id;
     int32_t component_id;
     uint8_t type;  /* sw_span_type_t */
@@ -118,8 +132,24 @@ const char *sw__segment_strdup(sw__segment_t *seg, const char *s);
 /* Same for the first `len` bytes of `s` (no NUL needed in s). */
 const char *sw__segment_strndup(sw__segment_t *seg, const char *s, size_t len);
 
-/* Appends one attribute record; returns it, or NULL when the arena is full (counted). */
-sw__attr_t *sw__segment_attr_add(sw__segment_t *seg);
+/* sw__segment_strdup / sw__segment_strndup that also store the copy's length in *out_len. */
+const char *sw__segment_strdup_len(sw__segment_t *seg, const char *s, uint32_t *out_len);
+const char *sw__segment_strndup_len(sw__segment_t *seg, const char *s, size_t len,
+                                    uint32_t *out_len);
+
+/* Appends one attribute record; returns it, or NULL when the arena is full (counted). Inline:
+   every tag and log field makes one. */
+static inline sw__attr_t *sw__segment_attr_add(sw__segment_t *seg)
+{
+    size_t room =
+        (size_t)seg->arena_cap - seg->arena_used - (size_t)seg->attr_count * sizeof(sw__attr_t);
+    if (room < sizeof(sw__attr_t) || seg->attr_count >= UINT16_MAX) {
+        seg->truncations++;
+        return NULL;
+    }
+    seg->attr_count++;
+    return (sw__attr_t *)(void *)(seg->arena + seg->arena_cap) - seg->attr_count;
+}
 
 /* The i-th attribute in insertion order (0 <= i < attr_count). */
 static inline const sw__attr_t *sw__segment_attr(const sw__segment_t *seg, uint32_t i)

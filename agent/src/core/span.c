@@ -253,14 +253,36 @@ void sw_span_end(void)
     }
 }
 
-int sw_span_set_component(int32_t component_id)
+/* Out of line: the cases without a recorded active span (and a stale run). Returns the code. */
+static __attribute__((noinline)) int active_slow(sw__context_t *c)
 {
     int rc;
-    sw__span_t *sp = sw__context_active_span(&sw__tls_context, &rc);
-    if (sp != NULL) {
-        sp->component_id = component_id;
-    }
+    (void)sw__context_active_span(c, &rc);
     return rc;
+}
+
+/* 0 when the thread has a recorded active span in the current run (then it is
+   &c->segment->spans[c->active]), else sw__context_active_span's code. Inline: every setter and
+   tag runs it. relaxed: compares with the run this thread joined (context.h). */
+static inline int active_check(sw__context_t *c)
+{
+    if (likely(c->noop_depth == 0 && c->segment != NULL &&
+               c->epoch == atomic_load_explicit(&sw__epoch, memory_order_relaxed))) {
+        return 0;
+    }
+    return active_slow(c);
+}
+
+int sw_span_set_component(int32_t component_id)
+{
+    sw__context_t *c = &sw__tls_context;
+    int rc = active_check(c);
+    if (rc != 0) {
+        return rc;
+    }
+    sw__span_t *sp = &c->segment->spans[c->active];
+    sp->component_id = component_id;
+    return 0;
 }
 
 int sw_span_set_layer(sw_layer_t layer)
@@ -268,32 +290,48 @@ int sw_span_set_layer(sw_layer_t layer)
     if ((int)layer < SW_LAYER_UNKNOWN || (int)layer > SW_LAYER_FAAS) {
         return SW_EINVAL;
     }
-    int rc;
-    sw__span_t *sp = sw__context_active_span(&sw__tls_context, &rc);
-    if (sp != NULL) {
-        sp->layer = (uint8_t)layer;
+    sw__context_t *c = &sw__tls_context;
+    int rc = active_check(c);
+    if (rc != 0) {
+        return rc;
     }
-    return rc;
+    sw__span_t *sp = &c->segment->spans[c->active];
+    sp->layer = (uint8_t)layer;
+    return 0;
+}
+
+void sw__span_set_layer_component(sw_layer_t layer, int32_t component_id)
+{
+    sw__context_t *c = &sw__tls_context;
+    if (active_check(c) == 0) {
+        sw__span_t *sp = &c->segment->spans[c->active];
+        sp->layer = (uint8_t)layer;
+        sp->component_id = component_id;
+    }
 }
 
 int sw_span_set_peer(const char *peer)
 {
-    int rc;
-    sw__span_t *sp = sw__context_active_span(&sw__tls_context, &rc);
-    if (sp != NULL) {
-        sp->peer = sw__segment_strdup(sw__tls_context.segment, peer);
+    sw__context_t *c = &sw__tls_context;
+    int rc = active_check(c);
+    if (rc != 0) {
+        return rc;
     }
-    return rc;
+    sw__span_t *sp = &c->segment->spans[c->active];
+    sp->peer = sw__segment_strdup_len(c->segment, peer, &sp->peer_len);
+    return 0;
 }
 
 int sw_span_set_error(bool is_error)
 {
-    int rc;
-    sw__span_t *sp = sw__context_active_span(&sw__tls_context, &rc);
-    if (sp != NULL) {
-        sp->is_error = is_error ? 1 : 0;
+    sw__context_t *c = &sw__tls_context;
+    int rc = active_check(c);
+    if (rc != 0) {
+        return rc;
     }
-    return rc;
+    sw__span_t *sp = &c->segment->spans[c->active];
+    sp->is_error = is_error ? 1 : 0;
+    return 0;
 }
 
 /* Appends an attribute record of the active span (segment c->segment, span c->active);
@@ -315,23 +353,73 @@ static sw__attr_t *attr_add_pair(sw__context_t *c, enum sw__attr_kind kind, cons
 {
     sw__attr_t *a = attr_add(c, kind, 0);
     if (a != NULL) {
-        a->key = sw__segment_strdup(c->segment, key);
-        a->value = sw__segment_strdup(c->segment, value);
+        a->key = sw__segment_strdup_len(c->segment, key, &a->key_len);
+        a->value = sw__segment_strdup_len(c->segment, value, &a->value_len);
     }
     return a;
 }
 
-int sw_span_tag(const char *key, const char *value)
+/* Adds a tag to the active span; copy_key / copy_value: the string goes into the arena, else
+   it is kept as given (context.h). key_len: the length of a kept key, 0 when not known;
+   value_len: the bytes of value to copy (or a kept value's length), SIZE_MAX for all. */
+static int tag_put(const char *key, uint32_t key_len, const char *value, size_t value_len,
+                   bool copy_key, bool copy_value)
 {
     if (key == NULL) {
         return SW_EINVAL;
     }
     int rc;
     sw__context_t *c = sw__context_recording(&rc);
-    if (c != NULL) {
-        (void)attr_add_pair(c, SW__ATTR_TAG, key, value); /* arena full: dropped and counted */
+    if (c == NULL) {
+        return rc;
     }
-    return rc;
+    sw__segment_t *seg = c->segment;
+    sw__attr_t *a = attr_add(c, SW__ATTR_TAG, 0);
+    if (a == NULL) {
+        return 0; /* arena full: dropped and counted */
+    }
+    if (copy_key) {
+        a->key = sw__segment_strdup_len(seg, key, &a->key_len);
+    } else {
+        a->key = key;
+        a->key_len = key_len;
+    }
+    if (!copy_value && value != NULL) {
+        a->value = value;
+        a->value_len = value_len == SIZE_MAX ? 0 : (uint32_t)value_len;
+    } else if (value_len != SIZE_MAX && value != NULL) {
+        a->value = sw__segment_strndup_len(seg, value, value_len, &a->value_len);
+    } else {
+        a->value = sw__segment_strdup_len(seg, value, &a->value_len);
+    }
+    return 0;
+}
+
+int sw_span_tag(const char *key, const char *value)
+{
+    return tag_put(key, 0, value, SIZE_MAX, true, true);
+}
+
+int sw__span_tag_static_(const char *key, size_t key_len, const char *value, size_t value_len)
+{
+    return tag_put(key, (uint32_t)key_len, value, value_len, false, true);
+}
+
+int sw__span_tag_kept_(const char *key, size_t key_len, const char *value, size_t value_len)
+{
+    return tag_put(key, (uint32_t)key_len, value, value_len, false, false);
+}
+
+const char *sw__span_operation(uint32_t *len)
+{
+    sw__context_t *c = &sw__tls_context;
+    if (active_check(c) != 0) {
+        *len = 0;
+        return NULL;
+    }
+    const sw__span_t *sp = &c->segment->spans[c->active];
+    *len = sp->operation_len;
+    return sp->operation;
 }
 
 int sw_span_log(const sw_kv_t *kvs, size_t n)

@@ -30,9 +30,11 @@ typedef struct sw__pbr {
 
 static inline bool sw__pbr_room(sw__pbr_t *w, size_t n)
 {
-    if (__builtin_expect((size_t)(w->p - w->start) >= n && !w->overflow, 1)) {
+    if (__builtin_expect((size_t)(w->p - w->start) >= n, 1)) {
         return true;
     }
+    /* No room: every later put (n >= 1) fails too, so one compare per put is enough. */
+    w->p = w->start;
     w->overflow = true;
     return false;
 }
@@ -45,6 +47,12 @@ static inline size_t sw__pb_varint_len(uint64_t v)
 
 static inline void sw__pbr_varint(sw__pbr_t *w, uint64_t v)
 {
+    if (v < 0x80) { /* keys, most lengths and small numbers: one byte */
+        if (sw__pbr_room(w, 1)) {
+            *--w->p = (uint8_t)v;
+        }
+        return;
+    }
     size_t n = sw__pb_varint_len(v);
     if (!sw__pbr_room(w, n)) {
         return;
@@ -94,13 +102,16 @@ static inline void sw__pbr_bool(sw__pbr_t *w, unsigned field, bool v)
     }
 }
 
-/* A string field; NULL and "" are the default and not written. */
-static inline void sw__pbr_string(sw__pbr_t *w, unsigned field, const char *s)
+/* A string field of n bytes (0: not known, measured here); NULL and "" are the default and not
+   written. */
+static inline void sw__pbr_string_n(sw__pbr_t *w, unsigned field, const char *s, size_t n)
 {
-    if (s == NULL || s[0] == '\0') {
-        return;
+    if (n == 0) {
+        if (s == NULL || s[0] == '\0') {
+            return;
+        }
+        n = strlen(s);
     }
-    size_t n = strlen(s);
     if (!sw__pbr_room(w, n)) {
         return;
     }
@@ -108,6 +119,21 @@ static inline void sw__pbr_string(sw__pbr_t *w, unsigned field, const char *s)
     memcpy(w->p, s, n);
     sw__pbr_varint(w, n);
     sw__pbr_key(w, field, SW__PB_LEN);
+}
+
+/* A NUL-terminated string field; NULL and "" are the default and not written. */
+static inline void sw__pbr_string(sw__pbr_t *w, unsigned field, const char *s)
+{
+    sw__pbr_string_n(w, field, s, 0);
+}
+
+/* Bytes already encoded elsewhere (whole fields), copied as they are. */
+static inline void sw__pbr_raw(sw__pbr_t *w, const uint8_t *data, size_t n)
+{
+    if (n != 0 && sw__pbr_room(w, n)) {
+        w->p -= n;
+        memcpy(w->p, data, n);
+    }
 }
 
 /* Where a nested message ends: take it before writing its fields, close it after. */

@@ -2,9 +2,10 @@
  * segment_encode.c - a finished segment straight into SkyWalking v3 SegmentObject bytes.
  *
  * No protobuf-c message structs: the segment's spans, attributes and references are written by
- * the backward writer (pb_reverse.h) into the free tail of the output buffer, then moved down to
- * where the output ends. The bytes are identical to protobuf-c's packing of the same segment
- * (tests/unit/test_segment_encode.c proves it against the generated code).
+ * the backward writer (pb_reverse.h) into the free tail of the output buffer, where they stay
+ * (the caller gets their offset; the room's unused start is skipped, not filled). The bytes are
+ * identical to protobuf-c's packing of the same segment (tests/unit/test_segment_encode.c proves it
+ * against the generated code).
  *
  * Field numbers are those of proto/tracing.proto and common.proto (DESIGN.md, "SkyWalking v3
  * wire facts"); every writer below writes them in descending order.
@@ -96,8 +97,8 @@ static int chains_build(sw__encoder_t *enc, const sw__segment_t *seg, chains_t *
 static void kv_write(sw__pbr_t *w, unsigned field, const sw__attr_t *a)
 {
     uint8_t *mark = sw__pbr_mark(w);
-    sw__pbr_string(w, KV_VALUE, a->value);
-    sw__pbr_string(w, KV_KEY, a->key);
+    sw__pbr_string_n(w, KV_VALUE, a->value, a->value_len);
+    sw__pbr_string_n(w, KV_KEY, a->key, a->key_len);
     sw__pbr_close(w, field, mark);
 }
 
@@ -149,8 +150,8 @@ static void span_write(sw__pbr_t *w, const sw__segment_t *seg, const chains_t *c
     sw__pbr_int32(w, SPAN_COMPONENT, sp->component_id);
     sw__pbr_int32(w, SPAN_LAYER, sp->layer);
     sw__pbr_int32(w, SPAN_TYPE, sp->type);
-    sw__pbr_string(w, SPAN_PEER, sp->peer);
-    sw__pbr_string(w, SPAN_OP, sp->operation);
+    sw__pbr_string_n(w, SPAN_PEER, sp->peer, sp->peer_len);
+    sw__pbr_string_n(w, SPAN_OP, sp->operation, sp->operation_len);
     for (uint32_t r = seg->ref_count; r-- > 0;) {
         if (seg->refs[r].span_id == id) {
             ref_write(w, &seg->refs[r]);
@@ -163,17 +164,16 @@ static void span_write(sw__pbr_t *w, const sw__segment_t *seg, const chains_t *c
     sw__pbr_close(w, SEGMENT_SPANS, mark);
 }
 
-static void segment_write(sw__pbr_t *w, const sw__segment_t *seg, const chains_t *ch,
-                          const char *service, const char *instance)
+static void segment_write(sw__pbr_t *w, const sw__encoder_t *enc, const sw__segment_t *seg,
+                          const chains_t *ch, size_t trace_id_len, size_t segment_id_len)
 {
     sw__pbr_bool(w, SEGMENT_SIZE_LIMITED, seg->size_limited);
-    sw__pbr_string(w, SEGMENT_INSTANCE, instance);
-    sw__pbr_string(w, SEGMENT_SERVICE, service);
+    sw__pbr_raw(w, enc->process_fields, enc->process_fields_len); /* instance, service */
     for (uint32_t i = seg->span_count; i-- > 0;) {
         span_write(w, seg, ch, i);
     }
-    sw__pbr_string(w, SEGMENT_SEGMENT_ID, seg->segment_id);
-    sw__pbr_string(w, SEGMENT_TRACE_ID, seg->trace_id);
+    sw__pbr_string_n(w, SEGMENT_SEGMENT_ID, seg->segment_id, segment_id_len);
+    sw__pbr_string_n(w, SEGMENT_TRACE_ID, seg->trace_id, trace_id_len);
 }
 
 /*
@@ -188,26 +188,60 @@ static size_t room_guess(const sw__segment_t *seg, size_t fixed_strings)
            (size_t)seg->attr_count * 40 + (size_t)seg->ref_count * 96;
 }
 
-int sw__encode_segment(sw__encoder_t *enc, const sw__segment_t *seg, const char *service,
-                       const char *instance, sw__bytes_t *out)
+/* Writes the string field forwards at `o` (NULL and "" are not written); returns its end. */
+static uint8_t *field_forward(uint8_t *o, unsigned field, const char *s)
+{
+    size_t n = s != NULL ? strlen(s) : 0;
+    if (n == 0) {
+        return o;
+    }
+    *o++ = (uint8_t)(field << 3 | SW__PB_LEN);
+    uint64_t v = n;
+    for (; v >= 0x80; v >>= 7) {
+        *o++ = (uint8_t)(v | 0x80);
+    }
+    *o++ = (uint8_t)v;
+    memcpy(o, s, n);
+    return o + n;
+}
+
+/* The service and instance fields of every segment, as protobuf-c packs them (service first:
+   field 4, then 5). */
+int sw__encoder_set_process(sw__encoder_t *enc, const char *service, const char *instance)
+{
+    size_t need = 2 * 11 + (service ? strlen(service) : 0) + (instance ? strlen(instance) : 0);
+    uint8_t *buf = malloc(need);
+    if (buf == NULL) {
+        return SW_ENOMEM;
+    }
+    uint8_t *end = field_forward(buf, SEGMENT_SERVICE, service);
+    end = field_forward(end, SEGMENT_INSTANCE, instance);
+    free(enc->process_fields);
+    enc->process_fields = buf;
+    enc->process_fields_len = (size_t)(end - buf);
+    return 0;
+}
+
+int sw__encode_segment(sw__encoder_t *enc, const sw__segment_t *seg, sw__bytes_t *out, size_t *at)
 {
     chains_t ch;
     if (chains_build(enc, seg, &ch) != 0) {
         return SW_ENOMEM;
     }
-    size_t fixed = strlen(seg->trace_id) + strlen(seg->segment_id) +
-                   (service ? strlen(service) : 0) + (instance ? strlen(instance) : 0);
+    size_t trace_id_len = strlen(seg->trace_id), segment_id_len = strlen(seg->segment_id);
+    size_t fixed = trace_id_len + segment_id_len + enc->process_fields_len;
     for (size_t room = room_guess(seg, fixed);; room *= 2) {
         if (sw__bytes_reserve(out, room) != 0) {
             return SW_ENOMEM;
         }
         uint8_t *base = out->data + out->len;
         sw__pbr_t w = {base, base + room, false};
-        segment_write(&w, seg, &ch, service, instance);
+        segment_write(&w, enc, seg, &ch, trace_id_len, segment_id_len);
         if (!w.overflow) {
-            size_t len = (size_t)(base + room - w.p);
-            memmove(base, w.p, len);
-            out->len += len;
+            /* The bytes stay where the backward writer put them, at the end of the room: no
+               move; the unused start of the room is skipped. */
+            *at = (size_t)(w.p - out->data);
+            out->len += room;
             return 0;
         }
     }

@@ -39,4 +39,7 @@ void sw__encoder_free(sw__encoder_t *enc)
     free(enc->scratch);
     enc->scratch = NULL;
     enc->scratch_cap = 0;
+    free(enc->process_fields);
+    enc->process_fields = NULL;
+    enc->process_fields_len = 0;
 }

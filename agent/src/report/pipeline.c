@@ -20,8 +20,6 @@ struct sw__pipeline {
     sw__reporter_t *reporter;
     sw__report_counters_t *counters; /* owned by the agent: outlive the pipeline */
     sw__segment_pool_t *pool;
-    const char *service;
-    const char *instance;
     sw__meter_report_t *meters; /* NULL: no meters (file reporter, interval 0) */
 
     /* Consumer thread only (and sw__pipeline_stop after it was joined). */
@@ -70,8 +68,8 @@ bool sw__report_records_reserve(sw__report_record_t **records, size_t *cap, size
 /* Encodes one segment plus its id (the Kafka key) into p->out; records offsets in rec. */
 static bool segment_encode(sw__pipeline_t *p, const sw__segment_t *seg, sw__report_record_t *rec)
 {
-    size_t start = p->out.len;
-    if (sw__encode_segment(&p->encoder, seg, p->service, p->instance, &p->out) != 0) {
+    size_t start = p->out.len, at;
+    if (sw__encode_segment(&p->encoder, seg, &p->out, &at) != 0) {
         return false;
     }
     size_t id_len = strlen(seg->segment_id);
@@ -83,8 +81,8 @@ static bool segment_encode(sw__pipeline_t *p, const sw__segment_t *seg, sw__repo
     memcpy(p->out.data + id_at, seg->segment_id, id_len + 1);
     p->out.len += id_len + 1;
     /* Offsets for now: p->out may still move while later segments are encoded. */
-    rec->data = (const uint8_t *)(uintptr_t)start;
-    rec->len = id_at - start;
+    rec->data = (const uint8_t *)(uintptr_t)at;
+    rec->len = id_at - at;
     rec->segment_id = (const char *)(uintptr_t)id_at;
     return true;
 }
@@ -141,11 +139,14 @@ int sw__pipeline_start(const sw_config_t *cfg, sw__segment_pool_t *pool,
         return SW_ENOMEM;
     }
     p->pool = pool;
-    p->service = cfg->service_name;
-    p->instance = cfg->instance_name;
     p->counters = counters;
+    if (sw__encoder_set_process(&p->encoder, cfg->service_name, cfg->instance_name) != 0) {
+        free(p);
+        return SW_ENOMEM;
+    }
     int rc = reporter_open(cfg, counters, &p->reporter, errbuf, errlen);
     if (rc != 0) {
+        sw__encoder_free(&p->encoder);
         free(p);
         return rc;
     }
@@ -157,6 +158,7 @@ int sw__pipeline_start(const sw_config_t *cfg, sw__segment_pool_t *pool,
                            &p->carrier, errbuf, errlen);
     if (rc != DC_OK) {
         p->reporter->close(p->reporter);
+        sw__encoder_free(&p->encoder);
         free(p);
         return rc == DC_ENOMEM ? SW_ENOMEM : SW_ECONFIG;
     }
@@ -165,6 +167,7 @@ int sw__pipeline_start(const sw_config_t *cfg, sw__segment_pool_t *pool,
         swc__errbuf_printf(errbuf, errlen, "cannot start the consumer thread: %s", dc_strerror(rc));
         dc_carrier_destroy(p->carrier);
         p->reporter->close(p->reporter);
+        sw__encoder_free(&p->encoder);
         free(p);
         return rc == DC_ETHREAD ? SW_ETHREAD : SW_ENOMEM;
     }

@@ -17,9 +17,10 @@
  * produce_2p_ns is the thread CPU per dc_produce with two producers storing at once (each into
  * its own ring, as the agent's producer-thread partitioning does), no consumer running.
  * drop_pct_half_load: one producer offers half the measured 1P1C carrier throughput (the better
- * of IF_POSSIBLE and BLOCKING, medians), paced
- * on the clock, for S seconds; the percent of offered items dropped (target 0: an agent's load
- * is far below the carrier's capacity, and at such a load nothing may be lost).
+ * of IF_POSSIBLE and BLOCKING, medians), paced evenly on the clock (it reads the clock between
+ * stores and never stores more than BUFFER / 16 items at once), for S seconds; the percent of
+ * offered items dropped (target 0: an agent's load is far below the carrier's capacity, and at such
+ * a load nothing may be lost).
  *
  * Last line: name=value pairs (ratio_* = IF_POSSIBLE / mutex, blocking_ratio_* = BLOCKING /
  * mutex, for information: with three spinning threads on two vCPUs they measure the scheduler
@@ -380,16 +381,16 @@ static double drop_pct_at(double rate, double seconds, double *offered_rate)
     uint64_t offered = 0, base = 0;
     for (double t = t0; t - start < seconds; t = now_s()) {
         uint64_t due = base + (uint64_t)((t - t0) * rate);
-        if (due > offered + CAPACITY * 3 / 4) { /* descheduled: restart the schedule, no burst */
+        /* Descheduled (more than a sixteenth of the one ring this thread stores into is due at
+           once): restart the schedule rather than store a burst the offered rate does not
+           have. */
+        if (due > offered + BUFFER / 16) {
             t0 = t;
             base = offered;
             continue;
         }
-        if (offered >= due) { /* ahead: leave the CPU to the consumer */
-            struct timespec nap = {0, 50 * 1000};
-            nanosleep(&nap, NULL);
-            continue;
-        }
+        /* Ahead: read the clock again. A nanosleep would return only after tens of
+           microseconds and turn the even load into bursts of hundreds of items. */
         for (; offered < due; offered++) {
             dc_produce(s.carrier, (void *)(uintptr_t)(offered + 1));
         }

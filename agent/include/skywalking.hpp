@@ -428,11 +428,14 @@ template <class F> class traced_task
 };
 
 /* Makes a traced_task of `f` (decay-copied or moved), capturing the calling thread's span. */
+// clang-format 14 and 18 break this noexcept expression differently:
+// clang-format off
 template <class F>
 traced_task<std::decay_t<F>>
 traced(std::string_view operation,
        F &&f) noexcept(std::is_nothrow_constructible_v<std::decay_t<F>, F &&> &&
                        std::is_nothrow_move_constructible_v<std::decay_t<F>>)
+// clang-format on
 {
     return traced_task<std::decay_t<F>>(operation, std::decay_t<F>(std::forward<F>(f)));
 }

@@ -244,8 +244,11 @@ int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*start)
 }
 
 /* "100" .. "599", 4 bytes each (with the NUL), built by the preprocessor. */
+/* clang-format 14 and 18 lay this brace initializer out differently: */
+/* clang-format off */
 #define STATUS_1(n) \
     {(char)('0' + (n) / 100), (char)('0' + (n) / 10 % 10), (char)('0' + (n) % 10), 0}
+/* clang-format on */
 #define STATUS_10(n)                                                                 \
     STATUS_1(n), STATUS_1(n + 1), STATUS_1(n + 2), STATUS_1(n + 3), STATUS_1(n + 4), \
         STATUS_1(n + 5), STATUS_1(n + 6), STATUS_1(n + 7), STATUS_1(n + 8), STATUS_1(n + 9)

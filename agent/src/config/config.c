@@ -34,9 +34,12 @@ typedef struct key_desc {
     int64_t min, max;
 } key_desc_t;
 
+/* clang-format 14 and 18 lay this brace initializer out differently: */
+/* clang-format off */
 #define TEXT(name, field) \
     {name, KIND_TEXT, offsetof(sw_config_t, field), sizeof(((sw_config_t *)0)->field), 0, 0}
 #define NUM(name, kind, field, lo, hi) {name, kind, offsetof(sw_config_t, field), 0, lo, hi}
+/* clang-format on */
 
 static const key_desc_t keys[] = {
     {"SW_AGENT_NAME", KIND_NAME, offsetof(sw_config_t, service_name),

@@ -152,10 +152,20 @@ void sw__context_unrecorded_end(sw__context_t *c);
 sw__span_t *sw__context_active_span(sw__context_t *c, int *rc);
 
 /* The calling thread's context when it has a recorded active span in the current run (its
-   segment is c->segment, the span c->active), else NULL; *rc says why, as above. */
+   segment is c->segment, the span c->active), else NULL; *rc says why, as above. Inline: every
+   setter and tag runs it; the cases without a recorded span go to sw__context_active_span.
+   relaxed: compares with the run this thread joined (above). */
 static inline sw__context_t *sw__context_recording(int *rc)
 {
-    return sw__context_active_span(&sw__tls_context, rc) != NULL ? &sw__tls_context : NULL;
+    sw__context_t *c = &sw__tls_context;
+    if (__builtin_expect(c->noop_depth == 0 && c->segment != NULL &&
+                             c->epoch == atomic_load_explicit(&sw__epoch, memory_order_relaxed),
+                         1)) {
+        *rc = 0;
+        return c;
+    }
+    (void)sw__context_active_span(c, rc);
+    return NULL;
 }
 
 /*

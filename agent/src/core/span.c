@@ -253,31 +253,11 @@ void sw_span_end(void)
     }
 }
 
-/* Out of line: the cases without a recorded active span (and a stale run). Returns the code. */
-static __attribute__((noinline)) int active_slow(sw__context_t *c)
-{
-    int rc;
-    (void)sw__context_active_span(c, &rc);
-    return rc;
-}
-
-/* 0 when the thread has a recorded active span in the current run (then it is
-   &c->segment->spans[c->active]), else sw__context_active_span's code. Inline: every setter and
-   tag runs it. relaxed: compares with the run this thread joined (context.h). */
-static inline int active_check(sw__context_t *c)
-{
-    if (likely(c->noop_depth == 0 && c->segment != NULL &&
-               c->epoch == atomic_load_explicit(&sw__epoch, memory_order_relaxed))) {
-        return 0;
-    }
-    return active_slow(c);
-}
-
 int sw_span_set_component(int32_t component_id)
 {
-    sw__context_t *c = &sw__tls_context;
-    int rc = active_check(c);
-    if (rc != 0) {
+    int rc;
+    sw__context_t *c = sw__context_recording(&rc);
+    if (c == NULL) {
         return rc;
     }
     sw__span_t *sp = &c->segment->spans[c->active];
@@ -290,9 +270,9 @@ int sw_span_set_layer(sw_layer_t layer)
     if ((int)layer < SW_LAYER_UNKNOWN || (int)layer > SW_LAYER_FAAS) {
         return SW_EINVAL;
     }
-    sw__context_t *c = &sw__tls_context;
-    int rc = active_check(c);
-    if (rc != 0) {
+    int rc;
+    sw__context_t *c = sw__context_recording(&rc);
+    if (c == NULL) {
         return rc;
     }
     sw__span_t *sp = &c->segment->spans[c->active];
@@ -302,8 +282,9 @@ int sw_span_set_layer(sw_layer_t layer)
 
 void sw__span_set_layer_component(sw_layer_t layer, int32_t component_id)
 {
-    sw__context_t *c = &sw__tls_context;
-    if (active_check(c) == 0) {
+    int rc;
+    sw__context_t *c = sw__context_recording(&rc);
+    if (c != NULL) {
         sw__span_t *sp = &c->segment->spans[c->active];
         sp->layer = (uint8_t)layer;
         sp->component_id = component_id;
@@ -312,9 +293,9 @@ void sw__span_set_layer_component(sw_layer_t layer, int32_t component_id)
 
 int sw_span_set_peer(const char *peer)
 {
-    sw__context_t *c = &sw__tls_context;
-    int rc = active_check(c);
-    if (rc != 0) {
+    int rc;
+    sw__context_t *c = sw__context_recording(&rc);
+    if (c == NULL) {
         return rc;
     }
     sw__span_t *sp = &c->segment->spans[c->active];
@@ -324,9 +305,9 @@ int sw_span_set_peer(const char *peer)
 
 int sw_span_set_error(bool is_error)
 {
-    sw__context_t *c = &sw__tls_context;
-    int rc = active_check(c);
-    if (rc != 0) {
+    int rc;
+    sw__context_t *c = sw__context_recording(&rc);
+    if (c == NULL) {
         return rc;
     }
     sw__span_t *sp = &c->segment->spans[c->active];
@@ -412,8 +393,9 @@ int sw__span_tag_kept_(const char *key, size_t key_len, const char *value, size_
 
 const char *sw__span_operation(uint32_t *len)
 {
-    sw__context_t *c = &sw__tls_context;
-    if (active_check(c) != 0) {
+    int rc;
+    sw__context_t *c = sw__context_recording(&rc);
+    if (c == NULL) {
         *len = 0;
         return NULL;
     }

@@ -2,10 +2,12 @@
  * test_file_reporter.c - segments written by the file reporter, decoded with protobuf-c and
  * compared field by field with what the test recorded.
  */
+#include <fcntl.h>
 #include <pthread.h>
 #include <regex.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "propagation/correlation.h"
@@ -362,5 +364,43 @@ Test(file_reporter, a_write_over_the_file_size_limit_leaves_no_torn_record)
     cr_expect_gt(st.segments_reported, mid.segments_reported, "later batches were written");
     decoded_segments_t d = agent_test_read(path); /* fails the test on a torn record */
     cr_expect_eq(d.count, st.segments_reported, "every segment counted reported decodes");
+    agent_test_free(&d);
+}
+
+/* Whether the file system of `path`'s directory can reserve space (fallocate KEEP_SIZE). */
+static bool reserve_supported(const char *path)
+{
+    char probe[4200];
+    snprintf(probe, sizeof probe, "%s.probe", path);
+    int fd = open(probe, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    cr_assert_geq(fd, 0);
+    bool ok = fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, 4096) == 0;
+    close(fd);
+    unlink(probe);
+    return ok;
+}
+
+Test(file_reporter, space_is_reserved_ahead_and_the_size_holds_only_whole_records)
+{
+    const char *path = agent_test_path();
+    if (!reserve_supported(path)) {
+        cr_skip("the file system of %s has no fallocate", path);
+    }
+    agent_test_start(path, NULL);
+    uint64_t finished = 0;
+    for (int r = 0; r < 5; r++) {
+        round_record(20, &finished);
+    }
+    struct stat mid;
+    cr_assert_eq(stat(path, &mid), 0);
+    /* One reservation step (1 MiB) past the end while the agent writes: the writes land in
+       allocated space, and the size is that of the records written, not of the reservation. */
+    cr_expect_geq((long long)mid.st_blocks * 512, mid.st_size + (1 << 19),
+                  "no space reserved past the end: %lld blocks for %lld bytes",
+                  (long long)mid.st_blocks, (long long)mid.st_size);
+    sw_stats_t st = agent_test_stop();
+    cr_expect_eq(st.segments_reported, finished);
+    decoded_segments_t d = agent_test_read(path); /* fails on a torn or padded record */
+    cr_expect_eq(d.count, finished, "the size covers exactly the records");
     agent_test_free(&d);
 }

@@ -205,7 +205,11 @@ static sw__log_item_t *line_build(const sw__log_settings_t *s, void *arg, bool *
 
     int rc;
     sw__context_t *c = &sw__tls_context;
-    const sw__segment_t *seg = sw__context_active_span(c, &rc) != NULL ? c->segment : NULL;
+    const sw__segment_t *seg = NULL;
+    if (sw__context_active_span(c, &rc) != NULL) {
+        sw__context_ids(c, c->segment);
+        seg = c->segment;
+    }
     size_t bound = 128 + copy + tags_size(l) + strlen(s->service) + strlen(s->instance) +
                    (seg != NULL ? strlen(seg->trace_id) + strlen(seg->segment_id) +
                                       strlen(seg->spans[0].operation)

@@ -190,23 +190,30 @@ void sw__context_start(sw__context_t *c, sw_span_type_t type, const char *op, co
     /* The limit of the run now (configuration discovery may change it; dynamic_config.h); it
        stays fixed for this segment, and never exceeds the block's capacity. */
     seg->span_limit = sw__dyncfg_span_limit();
-    sw__id_generate(&c->ids, now_ms, seg->segment_id);
     if (upstream != NULL) {
         size_t n = strlen(upstream->trace_id); /* < SW__TRACE_ID_MAX, checked by the decoder */
         memcpy(seg->trace_id, upstream->trace_id, n + 1);
-    } else {
-        sw__id_generate(&c->ids, now_ms, seg->trace_id);
-        if (sw__agent.config.propagation != SW_PROPAGATION_SW8) {
-            /* W3C in use: the trace id takes the W3C form (32 hex digits, a hash of the unique
-               id) so that both formats and both worlds' backends show the same id. */
-            char w3c[33];
-            sw__w3c_trace_id(seg->trace_id, w3c);
-            memcpy(seg->trace_id, w3c, sizeof w3c);
-        }
     }
     c->segment = seg;
     c->active = -1;
     sw__context_push(c, type, op, peer, now_ms);
+}
+
+void sw__context_ids_make(sw__context_t *c, sw__segment_t *seg)
+{
+    int64_t began_ms = seg->span_count != 0 ? seg->spans[0].start_ms : 0;
+    sw__id_generate(&c->ids, began_ms, seg->segment_id);
+    if (seg->trace_id[0] != '\0') {
+        return; /* the trace continues an upstream one (sw8, traceparent, sw_continue) */
+    }
+    sw__id_generate(&c->ids, began_ms, seg->trace_id);
+    if (sw__agent.config.propagation != SW_PROPAGATION_SW8) {
+        /* W3C in use: the trace id takes the W3C form (32 hex digits, a hash of the unique id)
+           so that both formats and both worlds' backends show the same id. */
+        char w3c[33];
+        sw__w3c_trace_id(seg->trace_id, w3c);
+        memcpy(seg->trace_id, w3c, sizeof w3c);
+    }
 }
 
 int sw__context_add_ref(sw__context_t *c, int type, const char *trace_id,
@@ -240,6 +247,7 @@ void sw__context_finish(sw__context_t *c)
     if (seg->async_open != 0) {
         return; /* parked: the last asynchronous span's end reports it (span_async.c) */
     }
+    sw__context_ids(c, seg);
     if (seg->truncations != 0) {
         sw__counter_add(&c->counters.arena_truncated, seg->truncations);
     }

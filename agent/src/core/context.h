@@ -120,7 +120,8 @@ void sw__context_drop_stale(sw__context_t *c);
 
 /*
  * Starts a trace on a context with no open span: ignore list, sampling, a segment from the pool,
- * ids, the first span. `upstream` may be NULL. Owning thread only.
+ * the upstream trace id when there is one, the first span (the ids: sw__context_ids). `upstream`
+ * may be NULL. Owning thread only.
  */
 struct sw__sw8;
 void sw__context_start(sw__context_t *c, sw_span_type_t type, const char *op, const char *peer,
@@ -129,6 +130,24 @@ void sw__context_start(sw__context_t *c, sw_span_type_t type, const char *op, co
 /* Pushes a recorded span (or a no-op one past the limit) on a context with a segment. */
 void sw__context_push(sw__context_t *c, sw_span_type_t type, const char *op, const char *peer,
                       int64_t now_ms);
+
+/*
+ * A segment's ids (its segment id and, unless it continues another trace, a new trace id) are
+ * made when first needed: by sw_inject / sw_inject_w3c / sw_capture, a log's trace context, a
+ * W3C entry that compares trace ids, and at the latest by sw__context_finish. A segment that a
+ * plugin begins and discards again (span_mark.h: libmicrohttpd calls its handler once before
+ * each request's real call) never makes them. Until then both are "" (sw__segment_reset).
+ * They are made as sw__context_start once made them, with the time the segment began.
+ * Owning thread only.
+ */
+void sw__context_ids_make(sw__context_t *c, sw__segment_t *seg);
+
+static inline void sw__context_ids(sw__context_t *c, sw__segment_t *seg)
+{
+    if (__builtin_expect(seg->segment_id[0] == '\0', 0)) {
+        sw__context_ids_make(c, seg);
+    }
+}
 
 /* Records a reference on the active span. Returns 0 or SW_ELIMIT. */
 int sw__context_add_ref(sw__context_t *c, int type, const char *trace_id,

@@ -57,6 +57,7 @@ int sw_inject(char *sw8, size_t sw8_len, char *correlation, size_t correlation_l
     if (sp == NULL) {
         return rc;
     }
+    sw__context_ids(c, c->segment);
     const sw__segment_t *seg = c->segment;
     sw__sw8_t out = {
         .sample = 1,
@@ -107,6 +108,7 @@ int sw_inject_w3c(char *traceparent, size_t traceparent_len, char *tracestate,
     if (sp == NULL) {
         return rc;
     }
+    sw__context_ids(c, c->segment);
     const sw__segment_t *seg = c->segment;
     char trace_id[33], span_id[17];
     sw__w3c_trace_id(seg->trace_id, trace_id);
@@ -201,6 +203,7 @@ int sw_capture(sw_snapshot_t *snap)
     if (c == NULL) {
         return rc;
     }
+    sw__context_ids(c, c->segment);
     const sw__segment_t *seg = c->segment;
     copy_bounded(snap->trace_id, sizeof snap->trace_id, seg->trace_id);
     copy_bounded(snap->segment_id, sizeof snap->segment_id, seg->segment_id);

@@ -143,10 +143,14 @@ static __attribute__((noinline)) bool entry_w3c(sw__context_t *c, const char *op
     /* The other vendors' members travel on with this trace: kept when traceparent belongs to
        the trace the segment continues, and only by the span that began the segment (a span
        removed again by span_mark.h must not leave a pointer into the arena behind). */
+    if (!valid || !starts || in.others[0] == '\0') {
+        return true;
+    }
     sw__segment_t *seg = c->segment;
+    sw__context_ids(c, seg);
     char mapped[33];
     sw__w3c_trace_id(seg->trace_id, mapped);
-    if (valid && starts && in.others[0] != '\0' && memcmp(mapped, in.tp.trace_id, 33) == 0) {
+    if (memcmp(mapped, in.tp.trace_id, 33) == 0) {
         size_t n = sw__tracestate_trim(in.others, SW__TRACESTATE_MEMBERS_MAX - 1,
                                        SW_TRACESTATE_MAX - 2 - SW__TRACESTATE_ENTRY_MAX);
         if (n > 0) {

@@ -6,7 +6,8 @@
  *      reporter), in the same run: both servers start once and are warmed up for a second
  *      (agent start, first segment blocks, TCP); then the rounds load them in turn, alternating
  *      the order (off, on), (on, off), ... so a drift in the machine's load hits both sides
- *      alike. The figures are medians over the rounds (15, 3 s each; --smoke: 1 round of 1 s);
+ *      alike. The figures are medians over the rounds (45 of 1 s each; --smoke: 1 round): short
+ *      rounds, closely alternated, leave a drift of the machine little time to favour one side.
  *      overhead_pct is the median of the rounds' 100 * (off - on) / off. wrk, the server and the
  * agent's consumer thread share the machine's cores: the overhead includes the consumer's CPU time.
  *   2. The cost of one -finstrument-functions call (enter + exit) that the filters reject,
@@ -21,8 +22,9 @@
  * untraced median.
  *
  * cpu_us_per_req_* is the server's own CPU time (all its threads, the agent's consumer included)
- * per request served, from /proc/<pid>/stat: unlike requests/s it barely depends on how much of
- * the machine other processes take, so it shows the agent's cost when the machine is shared.
+ * per request served, from the process's CPU-time clock (clock_getcpuclockid, ns resolution):
+ * unlike requests/s it barely depends on how much of the machine other processes take, so it
+ * shows the agent's cost when the machine is shared.
  */
 #include <fcntl.h>
 #include <signal.h>
@@ -122,27 +124,16 @@ static double load_run(unsigned port, int seconds)
     return rps;
 }
 
-/* CPU seconds (user + system) the process `pid` has used so far; < 0 when unreadable. */
+/* CPU seconds (user + system, every thread, exited ones included) the process `pid` has used
+   so far, in nanoseconds' resolution from its CPU-time clock; < 0 when unreadable. */
 static double process_cpu_s(pid_t pid)
 {
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "r");
-    if (f == NULL) {
+    clockid_t clock;
+    struct timespec ts;
+    if (clock_getcpuclockid(pid, &clock) != 0 || clock_gettime(clock, &ts) != 0) {
         return -1;
     }
-    char buf[1024];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    const char *p = strrchr(buf, ')'); /* the command name may contain spaces */
-    unsigned long utime, stime;
-    /* After ")": state (field 3) ... utime is field 14, stime field 15. */
-    if (p == NULL || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &utime,
-                            &stime) != 2) {
-        return -1;
-    }
-    return (double)(utime + stime) / (double)sysconf(_SC_CLK_TCK);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 typedef struct round_result {
@@ -206,8 +197,8 @@ static double cyg_cost(void (*fn)(void), long n)
 int main(int argc, char **argv)
 {
     bool smoke = argc > 1 && strcmp(argv[1], "--smoke") == 0;
-    enum { MAX_ROUNDS = 15 };
-    int seconds = smoke ? 1 : 3, rounds = smoke ? 1 : MAX_ROUNDS;
+    enum { MAX_ROUNDS = 45 };
+    int seconds = 1, rounds = smoke ? 1 : MAX_ROUNDS;
     char dir[] = "/tmp/sw-preload-bench-XXXXXX";
     if (mkdtemp(dir) == NULL) {
         perror("mkdtemp");

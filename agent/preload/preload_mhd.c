@@ -235,17 +235,29 @@ static enum MHD_Result handler_traced(void *cls, struct MHD_Connection *connecti
                           upload_data_size, con_cls);
     }
     sw__span_mark_t mark;
-    /* W3C headers are looked up only when they are read. */
-    headers_t h = {.w3c = sw__propagation_w3c()};
-    headers_read(connection, &h);
-    sw__span_begin_entry_marked(url, h.sw8, h.correlation, h.x, h.traceparent, h.tracestate, &mark);
-    sw__preload_pending_apply(&mark, false);
+    /* A later call of a request whose earlier call set its entry span aside (below) goes on
+       with that span: *con_cls is what the application set for this request (NULL at the
+       first call of every request, so a new request never resumes an older one's span). */
+    const void *request = con_cls != NULL ? *con_cls : NULL;
+    if (request == NULL || !sw__span_resume_marked(connection, request, &mark)) {
+        /* W3C headers are looked up only when they are read. */
+        headers_t h = {.w3c = sw__propagation_w3c()};
+        headers_read(connection, &h);
+        sw__span_begin_entry_marked(url, h.sw8, h.correlation, h.x, h.traceparent, h.tracestate,
+                                    &mark);
+        sw__preload_pending_apply(&mark, false);
+    }
     handler_call_t call = {connection, 0, false};
     tls_call = &call;
     enum MHD_Result r = w->handler(w->handler_cls, connection, url, method, version, upload_data,
                                    upload_data_size, con_cls);
     tls_call = NULL;
-    if (!call.queued && sw__span_discard_marked(&mark)) {
+    /* A call that queued no response and did nothing traced: the usual first call of a request
+       (it only sets *con_cls) or a chunk of an upload. The span is set aside for the request's
+       next call on this thread, or removed again. */
+    request = con_cls != NULL ? *con_cls : NULL;
+    if (!call.queued && ((request != NULL && sw__span_stash_marked(&mark, connection, request)) ||
+                         sw__span_discard_marked(&mark))) {
         return r;
     }
     sw__span_set_layer_component(SW_LAYER_HTTP, SW__COMPONENT_HTTP);

@@ -193,6 +193,44 @@ static size_t count_linked(const pl_segments_t *s, const char *op, int type, int
     return n;
 }
 
+/* A request served in several handler calls (headers; body chunks; the answer) is one entry
+   span, begun at the first call: libmicrohttpd's layer sets it aside between the calls. */
+Test(preload, an_upload_over_several_handler_calls_is_one_span_from_the_first_call)
+{
+    char dir[256], path[512], body[4200], url[128];
+    pl_tmpdir(dir, sizeof dir, "upload");
+    path_join(body, sizeof body, dir, "body");
+    FILE *f = fopen(body, "w");
+    cr_assert_not_null(f);
+    for (int i = 0; i < 48 * 1024; i++) {
+        fputc('a' + i % 26, f);
+    }
+    cr_assert_eq(fclose(f), 0);
+    server_t srv = server_start(dir, "server.bin");
+    snprintf(url, sizeof url, "http://127.0.0.1:%u/upload", srv.port);
+    /* 48 KiB at 32 KiB/s: curl sends the first second's worth at once, the rest ~1 s later. */
+    char data[4300];
+    snprintf(data, sizeof data, "@%s", body);
+    char *argv[] = {"curl",         "-s",  "-f", "-o",      "/dev/null",
+                    "--limit-rate", "32k", "-H", "Expect:", "--data-binary",
+                    data,           url,   NULL};
+    cr_assert_eq(pl_run(argv, NULL, NULL, NULL, WAIT_MS), 0, "curl failed");
+    server_stop(&srv);
+
+    pl_segments_t s = {0};
+    path_join(path, sizeof path, dir, "server.bin");
+    cr_assert_eq(pl_segments_read(&s, path), 1, "one request, one segment");
+    cr_assert_eq(s.segs[0]->n_spans, 1);
+    const pl_span_t *entry = s.segs[0]->spans[0];
+    cr_assert_str_eq(entry->operationname, "/upload");
+    cr_assert_str_eq(pl_span_tag(entry, "http.method"), "POST");
+    cr_assert_str_eq(pl_span_tag(entry, "http.status_code"), "200");
+    /* Begun at the first call (headers), not at the last one (after the body). */
+    cr_assert_geq(entry->endtime - entry->starttime, 300, "the span lasted %lld ms",
+                  (long long)(entry->endtime - entry->starttime));
+    pl_segments_free(&s);
+}
+
 Test(preload, url_without_port_gets_the_scheme_default)
 {
     char dir[256], path[512];

@@ -61,7 +61,11 @@ static void context_thread_exit(void *arg)
         if (c->segment != NULL) {
             sw__segment_cache_put(&c->cache, &sw__agent.pool, c->segment);
         }
+        if (c->stash != NULL) {
+            sw__segment_cache_put(&c->cache, &sw__agent.pool, c->stash);
+        }
         c->segment = NULL;
+        c->stash = NULL;
         sw__segment_cache_flush(&c->cache, &sw__agent.pool);
     }
     pthread_mutex_unlock(&sw__agent.registry_lock);
@@ -78,8 +82,10 @@ static void exit_key_create(void)
 void sw__context_drop_stale(sw__context_t *c)
 {
     free(c->segment);
+    free(c->stash);
     sw__segment_cache_free(&c->cache);
     c->segment = NULL;
+    c->stash = NULL;
     c->noop_depth = 0;
     c->unrecorded = false;
     c->active = -1;
@@ -93,7 +99,7 @@ bool sw__context_join(sw__context_t *c)
     if (c->epoch == e) {
         return e != 0;
     }
-    if (c->epoch != 0 || c->segment != NULL || c->cache.head != NULL) {
+    if (c->epoch != 0 || c->segment != NULL || c->stash != NULL || c->cache.head != NULL) {
         sw__context_drop_stale(c);
     }
     if (e == 0) {

@@ -62,6 +62,11 @@ struct sw__context {
     char w3c_parent_id[17];
     sw__segment_cache_t cache;
     sw__id_state_t ids;
+    /* A segment whose first span is open but off the stack, set aside between two calls of
+       one request (sw__span_stash_marked, span_mark.h), and the two pointers it was set aside
+       under; NULL: none. At most one per thread: a newer one gives the older back. */
+    sw__segment_t *stash;
+    const void *stash_key[2];
 
     /* Written by the owning thread, read by sw_stats (see sw__counter_add). */
     sw__thread_counters_t counters;

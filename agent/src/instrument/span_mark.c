@@ -102,3 +102,40 @@ bool sw__span_discard_marked(const sw__span_mark_t *mark)
     seg->ref_count = mark->refs_before;
     return true;
 }
+
+bool sw__span_stash_marked(const sw__span_mark_t *mark, const void *key_a, const void *key_b)
+{
+    sw__context_t *c = &sw__tls_context;
+    if (mark->span_id != 0 || !mark_untouched(c, mark)) {
+        return false;
+    }
+    if (c->stash != NULL) {
+        sw__segment_cache_put(&c->cache, &sw__agent.pool, c->stash);
+    }
+    c->stash = c->segment;
+    c->stash_key[0] = key_a;
+    c->stash_key[1] = key_b;
+    c->segment = NULL;
+    c->active = -1;
+    return true;
+}
+
+bool sw__span_resume_marked(const void *key_a, const void *key_b, sw__span_mark_t *mark)
+{
+    sw__context_t *c = &sw__tls_context;
+    /* relaxed: compares with the run this thread joined, like span.c's hot path; a stash of an
+       earlier run is freed by the next begin's join. */
+    if (c->stash == NULL || c->stash_key[0] != key_a || c->stash_key[1] != key_b ||
+        c->segment != NULL || c->noop_depth != 0 ||
+        c->epoch != atomic_load_explicit(&sw__epoch, memory_order_relaxed)) {
+        return false;
+    }
+    c->segment = c->stash;
+    c->stash = NULL;
+    c->active = 0;
+    mark->arena_before = 0;
+    mark->attrs_before = 0;
+    mark->refs_before = 0;
+    mark_after(c, mark);
+    return true;
+}

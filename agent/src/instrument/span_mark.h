@@ -8,6 +8,8 @@
  * end, either end the span normally or remove it again when nothing was attached to it since:
  * no child span, tag, log, reference or correlation change. A removed span leaves the segment
  * exactly as it was before the begin; a removed first span recycles its segment unreported.
+ * A first span may also be set aside untouched and put back by a later call of the same request
+ * (sw__span_stash_marked / sw__span_resume_marked), which costs less than a new begin.
  *
  * Owning thread only, like every span call; never blocks, never allocates.
  */
@@ -50,5 +52,23 @@ void sw__span_begin_exit_marked(const char *operation, const char *peer, sw__spa
  * false and the span stays open (end it with sw_span_end).
  */
 bool sw__span_discard_marked(const sw__span_mark_t *mark);
+
+/*
+ * A request served in several calls (libmicrohttpd calls the handler once before each request's
+ * real call, and once per chunk of an upload): when the active span (taken with `mark`) began
+ * its segment and nothing was attached to it since (as for sw__span_discard_marked), sets the
+ * segment aside under the pointers (key_a, key_b), the span still open but off the stack, and
+ * returns true; a segment set aside before on this thread and not resumed is given back
+ * unreported. Returns false otherwise (nothing changed; end or discard the span as usual).
+ */
+bool sw__span_stash_marked(const sw__span_mark_t *mark, const void *key_a, const void *key_b);
+
+/*
+ * Puts the segment set aside under (key_a, key_b) back on this thread's stack, its first span
+ * active again with the start time of its begin, and fills `mark` as that begin did. Only when
+ * the thread has no open span and the segment belongs to the current run. Returns false
+ * otherwise (nothing changed: begin a new span).
+ */
+bool sw__span_resume_marked(const void *key_a, const void *key_b, sw__span_mark_t *mark);
 
 #endif /* SW_INSTRUMENT_SPAN_MARK_H */

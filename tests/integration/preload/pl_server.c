@@ -170,14 +170,18 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
                               const char *method, const char *version, const char *upload,
                               size_t *upload_size, void **state)
 {
-    (void)cls, (void)method, (void)version, (void)upload, (void)upload_size;
+    (void)cls, (void)method, (void)version, (void)upload;
     static int first;
     if (*state == NULL) { /* headers only: answer on the next call, like most servers */
         *state = &first;
         return MHD_YES;
     }
+    if (*upload_size != 0) { /* a chunk of a request body: taken; answered after the last one */
+        *upload_size = 0;
+        return MHD_YES;
+    }
     unsigned status = 404;
-    if (strcmp(url, "/leaf") == 0) {
+    if (strcmp(url, "/leaf") == 0 || strcmp(url, "/upload") == 0) {
         status = 200;
     } else if (strcmp(url, "/fail") == 0) {
         status = 503;

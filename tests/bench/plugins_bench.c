@@ -5,29 +5,44 @@
  *   pq:    PQexec("SELECT 1") over a unix socket to a real PostgreSQL
  *   redis: redisCommand("GET k") over loopback TCP to a real Redis
  *
- * Each measurement is a child process (this program in "client" mode, linking libpq and
- * hiredis dynamically) that connects, makes 200 warm-up calls (agent start, first segment
- * blocks), waits until the agent has written everything, then makes N measured calls and
- * waits again until the agent has written their segments (the file has not grown for 200 ms;
- * the plain side idles the same time). It reports the CPU time of that stretch from
- * CLOCK_PROCESS_CPUTIME_ID: every thread of the process, the agent's consumer (encoding,
- * writing) included; per call = that / N. A round measures plain and traced
- * (the preload, 100% sampling, file reporter; every call is its own segment) with the order
- * alternating between rounds so that drift hits both sides; delta = traced - plain per round,
- * and the figures are medians over the rounds, with the spread (min..max) of the deltas. After
- * each traced run the segment file must hold exactly one segment per call: a dropped segment
- * fails the benchmark (never measure while dropping).
+ * A round runs two clients side by side, each a child process (this program in "client" mode,
+ * linking libpq and hiredis dynamically) with a connection of its own: plain, and traced (the
+ * preload, 100% sampling, file reporter; every call is its own segment). Each connects, makes 200
+ * warm-up calls (agent start, first segment blocks), waits until its agent has written everything
+ * (the segment file has not grown for 200 ms; the plain side idles the same time) and answers
+ * "ready" on its stdout. The parent then drives them in turns through their stdin: "run K" (K = 500
+ * calls: ~6 ms of pq, ~15 ms of redis on a 2-vCPU VM) to one, wait for its "done", the same to the
+ * other, with the side that goes first swapping at every pair of chunks (ABBA...; the first side of
+ * a round alternates between rounds), until each has made N = 20000 measured calls. Only one client
+ * calls at a time, and a client waiting for its next command is blocked on a pipe, using no CPU:
+ * what the machine's state does to the cost of a call (other load, the host, caches, clock rate)
+ * changes little within a few chunks, so it hits both sides alike instead of whichever client ran
+ * alone during it. Then "finish" to both: each waits, as after the warm-up, until its agent has
+ * written every segment and answers the CPU time it used from just before its first measured chunk
+ * to the end of that wait, from CLOCK_PROCESS_CPUTIME_ID: every thread of the process, the traced
+ * side's agent consumer (encoding, writing) included; per call = that / N. delta = traced - plain
+ * per round; the figures are medians over the rounds, with the spread (min..max) of the deltas. A
+ * first round of N/4 calls is discarded: the first clients after the servers start run far slower
+ * (servers' caches, page faults of fresh mappings). After each round the segment file must hold
+ * exactly one segment per traced call: a dropped segment fails the benchmark (never measure while
+ * dropping). Every wait for a client is bounded (60 s): a client that fails, dies or hangs fails
+ * the benchmark with a message and is killed.
  *
  * Servers: those of the ctest fixture db when SW_TEST_DB_STATE names its directory, otherwise
  * tests/support/db/servers.sh is started for the run and stopped at the end.
  *
- * Usage: plugins_bench [--smoke] [--rounds R]   (default 7 rounds of N=10000 calls per side;
- *        --smoke: 1 round of N=300)
+ * Usage: plugins_bench [--smoke] [--rounds R]   (default 7 rounds of N=20000 calls per side in
+ *        chunks of K=500; --smoke: 1 round of N=300 in chunks of K=100)
  * Last line: pq_cpu_ns_per_call_plain= pq_cpu_ns_per_call_traced= pq_cpu_ns_per_call_delta=
  *            pq_delta_min= pq_delta_max= redis_cpu_ns_per_call_plain= ... redis_delta_max=
+ *            rounds=
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <hiredis.h>
 #include <libpq-fe.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -38,26 +53,82 @@
 #include <time.h>
 #include <unistd.h>
 
-#define ROUNDS_MAX 31
-
-extern char **environ;
+#define ROUNDS_MAX         31
+#define WARMUP_CALLS       200
+#define REPLY_TIMEOUT_MS   60000  /* the parent waiting for a client's answer */
+#define COMMAND_TIMEOUT_MS 300000 /* a client waiting for the parent's next command */
 
 static char state_dir[512];
 static bool own_servers;
+static pid_t client_pids[2]; /* clients running now (plain, traced), killed by die() */
 
 static void servers_close(void);
 
-/* Fails the benchmark; servers it started itself are stopped first. */
+/* Fails the benchmark; clients still running are killed and servers it started itself are
+   stopped first. */
 static void die(const char *what)
 {
     fprintf(stderr, "plugins_bench: %s\n", what);
+    for (int i = 0; i < 2; i++) {
+        if (client_pids[i] > 0) {
+            kill(client_pids[i], SIGKILL);
+            waitpid(client_pids[i], NULL, 0);
+            client_pids[i] = 0;
+        }
+    }
     servers_close();
     exit(1);
 }
 
+/* ---- pipes between the parent and its clients ---------------------------------------------- */
+
+enum { LINE_OK = 0, LINE_TIMEOUT = -1, LINE_EOF = -2 };
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Reads one line from fd into buf, without its '\n', waiting at most timeout_ms for it. Each
+   side writes one line and then waits for the other's, so nothing follows the line. Returns
+   LINE_OK, LINE_TIMEOUT, or LINE_EOF (end of file, a read error, or a line too long). */
+static int line_read(int fd, char *buf, size_t cap, int timeout_ms)
+{
+    int64_t deadline = mono_ms() + timeout_ms;
+    size_t len = 0;
+    while (len == 0 || buf[len - 1] != '\n') {
+        int64_t left = deadline - mono_ms();
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        int ready = left > 0 ? poll(&p, 1, (int)left) : 0;
+        if (ready < 0 && errno == EINTR) {
+            continue;
+        }
+        if (ready == 0) {
+            return LINE_TIMEOUT;
+        }
+        ssize_t got = ready > 0 && len + 1 < cap ? read(fd, buf + len, cap - 1 - len) : -1;
+        if (got <= 0) {
+            return LINE_EOF;
+        }
+        len += (size_t)got;
+    }
+    buf[len - 1] = '\0';
+    return LINE_OK;
+}
+
+/* Writes one line (shorter than PIPE_BUF: in one piece). Returns 0, or -1 when the reader has
+   gone (SIGPIPE is ignored by the parent) or on another error. */
+static int line_write(int fd, const char *line)
+{
+    size_t len = strlen(line);
+    return write(fd, line, len) == (ssize_t)len ? 0 : -1;
+}
+
 /* ---- client mode --------------------------------------------------------------------------- */
 
-#define WARMUP_CALLS 200
+typedef bool (*call_fn)(void *conn);
 
 static int64_t cpu_now_ns(void)
 {
@@ -84,14 +155,69 @@ static void drain_wait(void)
     }
 }
 
-/* Prints the CPU time of the n measured calls, drain included, for the parent. */
-static void client_report(int64_t cpu0)
+static bool calls_make(call_fn call, void *conn, long n)
 {
-    drain_wait();
-    printf("%lld\n", (long long)(cpu_now_ns() - cpu0));
+    for (long i = 0; i < n; i++) {
+        if (!call(conn)) {
+            return false;
+        }
+    }
+    return true;
 }
 
-static int client_pq(long n)
+/* Runs "finish": waits for the agent's writes, then answers "cpu <ns> <calls>". */
+static int client_finish(int64_t cpu0, long calls)
+{
+    drain_wait();
+    char answer[64];
+    snprintf(answer, sizeof answer, "cpu %lld %ld\n", (long long)(cpu_now_ns() - cpu0), calls);
+    return line_write(1, answer) == 0 ? 0 : 1;
+}
+
+/* Makes the warm-up calls, answers "ready", then serves the parent's commands from stdin until
+   "finish" (see the top of the file). Returns the exit status: 0 once it answered "finish". */
+static int client_serve(call_fn call, void *conn)
+{
+    if (!calls_make(call, conn, WARMUP_CALLS)) {
+        return 1;
+    }
+    drain_wait();
+    if (line_write(1, "ready\n") != 0) {
+        return 1;
+    }
+    int64_t cpu0 = -1;
+    long calls = 0;
+    char cmd[64];
+    while (line_read(0, cmd, sizeof cmd, COMMAND_TIMEOUT_MS) == LINE_OK) {
+        long k = strncmp(cmd, "run ", 4) == 0 ? atol(cmd + 4) : 0;
+        if (k > 0) {
+            cpu0 = cpu0 < 0 ? cpu_now_ns() : cpu0; /* just before the first measured chunk */
+            if (!calls_make(call, conn, k) || line_write(1, "done\n") != 0) {
+                return 1;
+            }
+            calls += k;
+        } else if (strcmp(cmd, "finish") == 0 && cpu0 >= 0) {
+            return client_finish(cpu0, calls);
+        } else {
+            break;
+        }
+    }
+    fprintf(stderr, "plugins_bench client: no valid command from the parent\n");
+    return 1;
+}
+
+static bool pq_call(void *conn)
+{
+    PGresult *r = PQexec(conn, "SELECT 1");
+    bool ok = PQresultStatus(r) == PGRES_TUPLES_OK;
+    if (!ok) {
+        fprintf(stderr, "plugins_bench client: %s", PQresultErrorMessage(r));
+    }
+    PQclear(r);
+    return ok;
+}
+
+static int client_pq(void)
 {
     char info[1024];
     snprintf(info, sizeof info, "host=%s port=%s dbname=swtest user=postgres",
@@ -101,25 +227,25 @@ static int client_pq(long n)
         fprintf(stderr, "plugins_bench client: %s", PQerrorMessage(c));
         return 1;
     }
-    int64_t cpu0 = 0;
-    for (long i = 0; i < n + WARMUP_CALLS; i++) {
-        if (i == WARMUP_CALLS) {
-            drain_wait();
-            cpu0 = cpu_now_ns();
-        }
-        PGresult *r = PQexec(c, "SELECT 1");
-        if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-            fprintf(stderr, "plugins_bench client: %s", PQresultErrorMessage(r));
-            return 1;
-        }
-        PQclear(r);
-    }
-    client_report(cpu0);
+    int rc = client_serve(pq_call, c);
     PQfinish(c);
-    return 0;
+    return rc;
 }
 
-static int client_redis(long n)
+static bool redis_call(void *conn)
+{
+    redisReply *r = redisCommand(conn, "GET k");
+    bool ok = r != NULL && r->type == REDIS_REPLY_STRING;
+    if (!ok) {
+        fprintf(stderr, "plugins_bench client: GET failed\n");
+    }
+    if (r != NULL) {
+        freeReplyObject(r);
+    }
+    return ok;
+}
+
+static int client_redis(void)
 {
     redisContext *c = redisConnect("127.0.0.1", atoi(getenv("SW_TEST_REDIS_PORT")));
     if (c == NULL || c->err) {
@@ -127,22 +253,9 @@ static int client_redis(long n)
         return 1;
     }
     freeReplyObject(redisCommand(c, "SET k v"));
-    int64_t cpu0 = 0;
-    for (long i = 0; i < n + WARMUP_CALLS; i++) {
-        if (i == WARMUP_CALLS) {
-            drain_wait();
-            cpu0 = cpu_now_ns();
-        }
-        redisReply *r = redisCommand(c, "GET k");
-        if (r == NULL || r->type != REDIS_REPLY_STRING) {
-            fprintf(stderr, "plugins_bench client: GET failed\n");
-            return 1;
-        }
-        freeReplyObject(r);
-    }
-    client_report(cpu0);
+    int rc = client_serve(redis_call, c);
     redisFree(c);
-    return 0;
+    return rc;
 }
 
 /* ---- servers ------------------------------------------------------------------------------- */
@@ -201,6 +314,132 @@ static void servers_close(void)
 
 /* ---- measuring ----------------------------------------------------------------------------- */
 
+/* A client as the parent sees it. */
+typedef struct client {
+    const char *what; /* "pq" or "redis" */
+    bool traced;
+    pid_t pid;
+    int cmd;   /* write end of the client's stdin */
+    int reply; /* read end of the client's stdout */
+} client_t;
+
+static void client_fail(const client_t *c, const char *why)
+{
+    fprintf(stderr, "plugins_bench: %s %s client: %s\n", c->what, c->traced ? "traced" : "plain",
+            why);
+    die("a client failed");
+}
+
+/* In the child: becomes the client, preloaded with the agent writing to segfile when traced. */
+static void client_exec(const char *self, const client_t *c, const char *segfile)
+{
+    signal(SIGPIPE, SIG_DFL);
+    if (c->traced) {
+        setenv("LD_PRELOAD", PL_PRELOAD_LIB, 1);
+        setenv("SW_REPORTER_FILE_PATH", segfile, 1);
+        setenv("SW_AGENT_NAME", "plugins-bench", 1);
+        /* Room for a whole round in the DataCarrier (5 x 4096 slots), so that a consumer
+           starved by a loaded machine delays the writes instead of dropping segments; small
+           blocks (one span each here) keep that bounded (~ 20 k x 6 KiB). */
+        setenv("SW_BUFFER_BUFFER_SIZE", "4096", 1);
+        setenv("SW_AGENT_SPAN_LIMIT", "16", 1);
+        setenv("SW_AGENT_SEGMENT_ARENA_BYTES", "4096", 1);
+    }
+    execl(self, self, "client", c->what, (char *)NULL);
+    _exit(127);
+}
+
+/* Starts c with a pipe to its stdin and one from its stdout. The pipes are close-on-exec, so
+   that the other client does not hold them: a client's exit is seen as the end of its stdout. */
+static void client_start(client_t *c, const char *self, const char *segfile)
+{
+    int cmd[2], reply[2];
+    if (pipe2(cmd, O_CLOEXEC) != 0 || pipe2(reply, O_CLOEXEC) != 0) {
+        die("pipe failed");
+    }
+    c->pid = fork();
+    if (c->pid < 0) {
+        die("fork failed");
+    }
+    if (c->pid == 0) {
+        if (dup2(cmd[0], 0) < 0 || dup2(reply[1], 1) < 0) {
+            _exit(127);
+        }
+        client_exec(self, c, segfile);
+    }
+    client_pids[c->traced] = c->pid;
+    close(cmd[0]);
+    close(reply[1]);
+    c->cmd = cmd[1];
+    c->reply = reply[0];
+}
+
+static void client_send(const client_t *c, const char *cmd)
+{
+    if (line_write(c->cmd, cmd) != 0) {
+        client_fail(c, "cannot send it a command: it has exited");
+    }
+}
+
+/* Waits (at most 60 s) for c's next answer. */
+static void client_answer(const client_t *c, char *answer, size_t cap)
+{
+    int rc = line_read(c->reply, answer, cap, REPLY_TIMEOUT_MS);
+    if (rc == LINE_TIMEOUT) {
+        client_fail(c, "no answer within 60 s (hung?)");
+    } else if (rc != LINE_OK) {
+        client_fail(c, "exited or failed before answering (see its message above)");
+    }
+}
+
+static void client_expect(const client_t *c, const char *want)
+{
+    char answer[64];
+    client_answer(c, answer, sizeof answer);
+    if (strcmp(answer, want) != 0) {
+        client_fail(c, "unexpected answer");
+    }
+}
+
+/* Has c make k calls and waits until it has. */
+static void client_chunk(const client_t *c, long k)
+{
+    char cmd[32];
+    snprintf(cmd, sizeof cmd, "run %ld\n", k);
+    client_send(c, cmd);
+    client_expect(c, "done");
+}
+
+/* Reads the answer to "finish": c's CPU time in ns for its n measured calls. */
+static double client_cpu(const client_t *c, long n)
+{
+    char answer[64];
+    client_answer(c, answer, sizeof answer);
+    long long ns = -1;
+    long calls = -1;
+    if (sscanf(answer, "cpu %lld %ld", &ns, &calls) != 2 || ns < 0 || calls != n) {
+        client_fail(c, "unexpected answer to finish");
+    }
+    return (double)ns;
+}
+
+/* Waits (at most 60 s) for c to exit once it has answered "finish"; fails unless it exits 0. */
+static void client_reap(client_t *c)
+{
+    char rest[64];
+    close(c->cmd);
+    int rc = line_read(c->reply, rest, sizeof rest, REPLY_TIMEOUT_MS);
+    if (rc != LINE_EOF) {
+        client_fail(c, rc == LINE_TIMEOUT ? "did not exit within 60 s" : "wrote more than asked");
+    }
+    close(c->reply);
+    int st;
+    if (waitpid(c->pid, &st, 0) != c->pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+        client_fail(c, "exited with an error");
+    }
+    client_pids[c->traced] = 0;
+}
+
 /* Segments in a file reporter's output (length-delimited records). -1: corrupt. */
 static long segments_count(const char *path)
 {
@@ -232,64 +471,51 @@ static long segments_count(const char *path)
     return n;
 }
 
-/* Runs the client for `what` with n measured calls, preloaded when `traced`; returns the CPU
-   time the client measured for them (all its threads, the agent's drain included), in ns. */
-static double client_cpu_ns(const char *self, const char *what, long n, bool traced)
+/* The segment file of a round must hold one segment per call of the traced client. */
+static void segments_check(const char *what, const char *segfile, long n)
 {
-    char segfile[700], count[32];
-    snprintf(segfile, sizeof segfile, "%s/bench-%d.bin", getenv("SW_TEST_DB_TMP"), (int)getpid());
+    /* warm-up calls, measured calls, and the redis client's SET */
+    long want = n + WARMUP_CALLS + (strcmp(what, "redis") == 0);
+    long got = segments_count(segfile);
+    if (got != want) {
+        fprintf(stderr, "plugins_bench: %s: %ld segments for %ld calls\n", what, got, want);
+        die("segments were dropped or lost: the figures would be wrong");
+    }
     unlink(segfile);
-    snprintf(count, sizeof count, "%ld", n);
-    int fds[2];
-    if (pipe(fds) != 0) {
-        die("pipe failed");
-    }
-    pid_t pid = fork();
-    if (pid < 0) {
-        die("fork failed");
-    }
-    if (pid == 0) {
-        dup2(fds[1], 1);
-        close(fds[0]);
-        close(fds[1]);
-        if (traced) {
-            setenv("LD_PRELOAD", PL_PRELOAD_LIB, 1);
-            setenv("SW_REPORTER_FILE_PATH", segfile, 1);
-            setenv("SW_AGENT_NAME", "plugins-bench", 1);
-            /* Room for a whole run in the DataCarrier (5 x 4096 slots), so that a consumer
-               starved by a loaded machine delays the writes instead of dropping segments;
-               small blocks (one span each here) keep that bounded (~ 20 k x 6 KiB). */
-            setenv("SW_BUFFER_BUFFER_SIZE", "4096", 1);
-            setenv("SW_AGENT_SPAN_LIMIT", "16", 1);
-            setenv("SW_AGENT_SEGMENT_ARENA_BYTES", "4096", 1);
-        }
-        execl(self, self, "client", what, count, (char *)NULL);
-        _exit(127);
-    }
-    close(fds[1]);
-    char out[64] = "";
-    ssize_t got_bytes = read(fds[0], out, sizeof out - 1); /* blocks until the client reports */
-    close(fds[0]);
-    int st;
-    if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0 || got_bytes <= 0) {
-        die("the client failed");
-    }
-    if (traced) {
-        /* warm-up calls, measured calls, and the redis client's SET */
-        long want = n + WARMUP_CALLS + (strcmp(what, "redis") == 0);
-        long got = segments_count(segfile);
-        if (got != want) {
-            fprintf(stderr, "plugins_bench: %s: %ld segments for %ld calls\n", what, got, want);
-            die("segments were dropped or lost: the figures would be wrong");
-        }
-        unlink(segfile);
-    }
-    return atof(out);
 }
 
-static double per_call(const char *self, const char *what, long n, bool traced)
+/* One round (see the top of the file): plain and traced clients each make n measured calls in
+   alternating chunks of k, the traced one first in the first pair when traced_first. Writes
+   each side's CPU per call, in ns, to ns[0] (plain) and ns[1] (traced). */
+static void round_run(const char *self, const char *what, long n, long k, bool traced_first,
+                      double ns[2])
 {
-    return client_cpu_ns(self, what, n, traced) / (double)n;
+    char segfile[700];
+    snprintf(segfile, sizeof segfile, "%s/bench-%d.bin", getenv("SW_TEST_DB_TMP"), (int)getpid());
+    unlink(segfile);
+    client_t c[2] = {{.what = what, .traced = false}, {.what = what, .traced = true}};
+    for (int i = 0; i < 2; i++) {
+        client_start(&c[i], self, segfile);
+    }
+    for (int i = 0; i < 2; i++) {
+        client_expect(&c[i], "ready");
+    }
+    for (long done = 0, pair = 0; done < n; done += k, pair++) {
+        long m = n - done < k ? n - done : k;
+        int first = (int)(pair % 2) ^ (int)traced_first; /* ABBA... */
+        client_chunk(&c[first], m);
+        client_chunk(&c[!first], m);
+    }
+    for (int i = 0; i < 2; i++) {
+        client_send(&c[i], "finish\n"); /* both drain at once */
+    }
+    for (int i = 0; i < 2; i++) {
+        ns[i] = client_cpu(&c[i], n) / (double)n;
+    }
+    for (int i = 0; i < 2; i++) {
+        client_reap(&c[i]);
+    }
+    segments_check(what, segfile, n);
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -310,21 +536,16 @@ typedef struct figures {
     double plain, traced, delta, dmin, dmax;
 } figures_t;
 
-static figures_t measure(const char *self, const char *what, int rounds, long n)
+static figures_t measure(const char *self, const char *what, int rounds, long n, long k)
 {
-    double plain[ROUNDS_MAX], traced[ROUNDS_MAX], delta[ROUNDS_MAX];
+    double plain[ROUNDS_MAX], traced[ROUNDS_MAX], delta[ROUNDS_MAX], ns[2];
     /* A discarded round first: the first clients after the servers start run far slower
        (servers' caches, page faults of fresh mappings), which is not what is measured. */
-    (void)per_call(self, what, n / 4 + 1, false);
-    (void)per_call(self, what, n / 4 + 1, true);
+    round_run(self, what, n / 4 + 1, k, false, ns);
     for (int r = 0; r < rounds; r++) {
-        if (r % 2 == 0) {
-            plain[r] = per_call(self, what, n, false);
-            traced[r] = per_call(self, what, n, true);
-        } else {
-            traced[r] = per_call(self, what, n, true);
-            plain[r] = per_call(self, what, n, false);
-        }
+        round_run(self, what, n, k, r % 2 == 1, ns);
+        plain[r] = ns[0];
+        traced[r] = ns[1];
         delta[r] = traced[r] - plain[r];
         fprintf(stderr, "plugins_bench: %s round %d: plain %.0f ns, traced %.0f ns, delta %.0f\n",
                 what, r + 1, plain[r], traced[r], delta[r]);
@@ -340,9 +561,8 @@ static figures_t measure(const char *self, const char *what, int rounds, long n)
 
 int main(int argc, char **argv)
 {
-    if (argc == 4 && strcmp(argv[1], "client") == 0) {
-        long n = atol(argv[3]);
-        return strcmp(argv[2], "pq") == 0 ? client_pq(n) : client_redis(n);
+    if (argc == 3 && strcmp(argv[1], "client") == 0) {
+        return strcmp(argv[2], "pq") == 0 ? client_pq() : client_redis();
     }
     bool smoke = false;
     int rounds = 7;
@@ -358,10 +578,11 @@ int main(int argc, char **argv)
     if (rounds < 1 || rounds > ROUNDS_MAX) {
         die("--rounds must be 1..31");
     }
-    long n = 10000;
+    long n = 20000, k = 500;
     if (smoke) {
         rounds = 1;
         n = 300;
+        k = 100;
     }
     char self[4096];
     ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -369,9 +590,10 @@ int main(int argc, char **argv)
         die("cannot find my own executable");
     }
     self[len] = '\0';
+    signal(SIGPIPE, SIG_IGN); /* a client gone: line_write fails instead */
     servers_open();
-    figures_t pq = measure(self, "pq", rounds, n);
-    figures_t rd = measure(self, "redis", rounds, n);
+    figures_t pq = measure(self, "pq", rounds, n, k);
+    figures_t rd = measure(self, "redis", rounds, n, k);
     servers_close();
     printf("pq_cpu_ns_per_call_plain=%.0f pq_cpu_ns_per_call_traced=%.0f "
            "pq_cpu_ns_per_call_delta=%.0f pq_delta_min=%.0f pq_delta_max=%.0f "

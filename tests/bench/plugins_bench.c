@@ -10,29 +10,38 @@
  * preload, 100% sampling, file reporter; every call is its own segment). Each connects, makes 200
  * warm-up calls (agent start, first segment blocks), waits until its agent has written everything
  * (the segment file has not grown for 200 ms; the plain side idles the same time) and answers
- * "ready" on its stdout. The parent then drives them in turns through their stdin: "run K" (K = 500
- * calls: ~6 ms of pq, ~15 ms of redis on a 2-vCPU VM) to one, wait for its "done", the same to the
- * other, with the side that goes first swapping at every pair of chunks (ABBA...; the first side of
- * a round alternates between rounds), until each has made N = 20000 measured calls. Only one client
- * calls at a time, and a client waiting for its next command is blocked on a pipe, using no CPU:
- * what the machine's state does to the cost of a call (other load, the host, caches, clock rate)
- * changes little within a few chunks, so it hits both sides alike instead of whichever client ran
- * alone during it. Then "finish" to both: each waits, as after the warm-up, until its agent has
- * written every segment and answers the CPU time it used from just before its first measured chunk
- * to the end of that wait, from CLOCK_PROCESS_CPUTIME_ID: every thread of the process, the traced
- * side's agent consumer (encoding, writing) included; per call = that / N. delta = traced - plain
- * per round; the figures are medians over the rounds, with the spread (min..max) of the deltas. A
- * first round of N/4 calls is discarded: the first clients after the servers start run far slower
- * (servers' caches, page faults of fresh mappings). After each round the segment file must hold
- * exactly one segment per traced call: a dropped segment fails the benchmark (never measure while
- * dropping). Every wait for a client is bounded (60 s): a client that fails, dies or hangs fails
- * the benchmark with a message and is killed.
+ * "ready" with the pid of its server (its PostgreSQL backend; the Redis server, asked with INFO).
+ * The parent then puts the client's main thread and that server on one CPU (the first this program
+ * may use; the agent's consumer thread, started during the warm-up, stays free), and gives the
+ * server its affinity back after the round. Without that, a client whose server ran on the other
+ * vCPU of a 2-vCPU VM paid 3 to 5 times as much CPU per call (wake-ups across CPUs), and the
+ * scheduler kept whichever placement a process started with, so the two sides of a round could
+ * differ by a factor of two, interleaved or not.
+ *
+ * The parent drives the clients in turns through their stdin: "run K" (K = 2000 calls: ~22 ms of
+ * pq, ~28 ms of redis on that VM) to one, wait for its "done", the same to the other, with the side
+ * that goes first swapping at every pair of chunks (ABBA...; the first side of a round alternates
+ * between rounds), until each has made N = 20000 measured calls. Only one client calls at a time,
+ * and a client waiting for its next command is blocked on a pipe, using no CPU: what the machine's
+ * state does to the cost of a call (other load, the host, caches, clock rate) changes little within
+ * a few chunks, so it hits both sides alike instead of whichever client ran alone during it. Then
+ * "finish" to both: each waits, as after the warm-up, until its agent has written every segment and
+ * answers the CPU time it used from just before its first measured chunk to the end of that wait,
+ * from CLOCK_PROCESS_CPUTIME_ID: every thread of the process, the traced side's agent consumer
+ * (encoding, writing) included; per call = that / N.
+ *
+ * delta = traced - plain per round; the figures are medians over the rounds, with the spread
+ * (min..max) of the deltas. A first round of N/4 calls is discarded: the first clients after the
+ * servers start run far slower (servers' caches, page faults of fresh mappings). After each round
+ * the segment file must hold exactly one segment per traced call: a dropped segment fails the
+ * benchmark (never measure while dropping). Every wait for a client is bounded (60 s): a client
+ * that fails, dies or hangs fails the benchmark with a message and is killed.
  *
  * Servers: those of the ctest fixture db when SW_TEST_DB_STATE names its directory, otherwise
  * tests/support/db/servers.sh is started for the run and stopped at the end.
  *
  * Usage: plugins_bench [--smoke] [--rounds R]   (default 7 rounds of N=20000 calls per side in
- *        chunks of K=500; --smoke: 1 round of N=300 in chunks of K=100)
+ *        chunks of K=2000; --smoke: 1 round of N=300 in chunks of K=100)
  * Last line: pq_cpu_ns_per_call_plain= pq_cpu_ns_per_call_traced= pq_cpu_ns_per_call_delta=
  *            pq_delta_min= pq_delta_max= redis_cpu_ns_per_call_plain= ... redis_delta_max=
  *            rounds=
@@ -42,6 +51,7 @@
 #include <hiredis.h>
 #include <libpq-fe.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -58,24 +68,32 @@
 #define REPLY_TIMEOUT_MS   60000  /* the parent waiting for a client's answer */
 #define COMMAND_TIMEOUT_MS 300000 /* a client waiting for the parent's next command */
 
+/* A client as the parent sees it. */
+typedef struct client {
+    const char *what; /* "pq" or "redis" */
+    bool traced;
+    pid_t pid;          /* > 0 from its start until it has been reaped */
+    int cmd;            /* write end of the client's stdin */
+    int reply;          /* read end of the client's stdout */
+    pid_t server;       /* its server: its PostgreSQL backend, or the Redis server */
+    bool server_pinned; /* the server is on pin_cpu; server_mask holds its affinity before */
+    cpu_set_t server_mask;
+} client_t;
+
 static char state_dir[512];
 static bool own_servers;
-static pid_t client_pids[2]; /* clients running now (plain, traced), killed by die() */
+static client_t clients[2]; /* the round's clients (plain, traced); the parent's only thread */
+static int pin_cpu;         /* where each client's calling thread and its server run */
 
 static void servers_close(void);
+static void clients_end(void);
 
-/* Fails the benchmark; clients still running are killed and servers it started itself are
-   stopped first. */
+/* Fails the benchmark; clients still running are killed, servers pinned given their affinity
+   back and servers it started itself are stopped first. */
 static void die(const char *what)
 {
     fprintf(stderr, "plugins_bench: %s\n", what);
-    for (int i = 0; i < 2; i++) {
-        if (client_pids[i] > 0) {
-            kill(client_pids[i], SIGKILL);
-            waitpid(client_pids[i], NULL, 0);
-            client_pids[i] = 0;
-        }
-    }
+    clients_end();
     servers_close();
     exit(1);
 }
@@ -174,15 +192,18 @@ static int client_finish(int64_t cpu0, long calls)
     return line_write(1, answer) == 0 ? 0 : 1;
 }
 
-/* Makes the warm-up calls, answers "ready", then serves the parent's commands from stdin until
-   "finish" (see the top of the file). Returns the exit status: 0 once it answered "finish". */
-static int client_serve(call_fn call, void *conn)
+/* Makes the warm-up calls, answers "ready <server pid>", then serves the parent's commands from
+   stdin until "finish" (see the top of the file). Returns the exit status: 0 once it answered
+   "finish". */
+static int client_serve(call_fn call, void *conn, int server_pid)
 {
     if (!calls_make(call, conn, WARMUP_CALLS)) {
         return 1;
     }
     drain_wait();
-    if (line_write(1, "ready\n") != 0) {
+    char ready[32];
+    snprintf(ready, sizeof ready, "ready %d\n", server_pid);
+    if (line_write(1, ready) != 0) {
         return 1;
     }
     int64_t cpu0 = -1;
@@ -227,7 +248,7 @@ static int client_pq(void)
         fprintf(stderr, "plugins_bench client: %s", PQerrorMessage(c));
         return 1;
     }
-    int rc = client_serve(pq_call, c);
+    int rc = client_serve(pq_call, c, PQbackendPID(c));
     PQfinish(c);
     return rc;
 }
@@ -253,7 +274,14 @@ static int client_redis(void)
         return 1;
     }
     freeReplyObject(redisCommand(c, "SET k v"));
-    int rc = client_serve(redis_call, c);
+    redisReply *info = redisCommand(c, "INFO server");
+    const char *at =
+        info != NULL && info->type == REDIS_REPLY_STRING ? strstr(info->str, "process_id:") : NULL;
+    int server_pid = at != NULL ? atoi(at + strlen("process_id:")) : 0;
+    if (info != NULL) {
+        freeReplyObject(info);
+    }
+    int rc = client_serve(redis_call, c, server_pid);
     redisFree(c);
     return rc;
 }
@@ -314,15 +342,6 @@ static void servers_close(void)
 
 /* ---- measuring ----------------------------------------------------------------------------- */
 
-/* A client as the parent sees it. */
-typedef struct client {
-    const char *what; /* "pq" or "redis" */
-    bool traced;
-    pid_t pid;
-    int cmd;   /* write end of the client's stdin */
-    int reply; /* read end of the client's stdout */
-} client_t;
-
 static void client_fail(const client_t *c, const char *why)
 {
     fprintf(stderr, "plugins_bench: %s %s client: %s\n", c->what, c->traced ? "traced" : "plain",
@@ -367,7 +386,6 @@ static void client_start(client_t *c, const char *self, const char *segfile)
         }
         client_exec(self, c, segfile);
     }
-    client_pids[c->traced] = c->pid;
     close(cmd[0]);
     close(reply[1]);
     c->cmd = cmd[1];
@@ -437,7 +455,51 @@ static void client_reap(client_t *c)
     if (waitpid(c->pid, &st, 0) != c->pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
         client_fail(c, "exited with an error");
     }
-    client_pids[c->traced] = 0;
+    c->pid = 0;
+}
+
+/* Reads c's "ready <server pid>", then puts c's calling thread (the thread whose id is its pid:
+   the agent's consumer, started during the warm-up, keeps its affinity) and c's server on
+   pin_cpu, saving the server's affinity for clients_end. Not being able to pin only warns. */
+static void client_ready_pin(client_t *c)
+{
+    char answer[64];
+    client_answer(c, answer, sizeof answer);
+    if (sscanf(answer, "ready %d", &c->server) != 1 || c->server <= 0) {
+        client_fail(c, "unexpected answer instead of ready");
+    }
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(pin_cpu, &one);
+    c->server_pinned = sched_getaffinity(c->server, sizeof c->server_mask, &c->server_mask) == 0 &&
+                       sched_setaffinity(c->server, sizeof one, &one) == 0;
+    if (!c->server_pinned || sched_setaffinity(c->pid, sizeof one, &one) != 0) {
+        fprintf(stderr,
+                "plugins_bench: %s: cannot put a client and its server (pid %d) on CPU %d (%s): "
+                "the figures will be noisier\n",
+                c->what, (int)c->server, pin_cpu, strerror(errno));
+    }
+}
+
+/* Kills the clients still running, then gives the servers they pinned their affinity back, in
+   the reverse order of pinning (both clients of redis pin the same server: the plain one, first,
+   saved its affinity before either). A PostgreSQL backend has gone with its client. */
+static void clients_end(void)
+{
+    for (int i = 0; i < 2; i++) {
+        if (clients[i].pid > 0) {
+            kill(clients[i].pid, SIGKILL);
+            waitpid(clients[i].pid, NULL, 0);
+            clients[i].pid = 0;
+        }
+    }
+    for (int i = 1; i >= 0; i--) {
+        if (clients[i].server_pinned) {
+            sched_setaffinity(clients[i].server, sizeof clients[i].server_mask,
+                              &clients[i].server_mask);
+            clients[i].server_pinned = false;
+        }
+    }
 }
 
 /* Segments in a file reporter's output (length-delimited records). -1: corrupt. */
@@ -474,8 +536,8 @@ static long segments_count(const char *path)
 /* The segment file of a round must hold one segment per call of the traced client. */
 static void segments_check(const char *what, const char *segfile, long n)
 {
-    /* warm-up calls, measured calls, and the redis client's SET */
-    long want = n + WARMUP_CALLS + (strcmp(what, "redis") == 0);
+    /* warm-up calls, measured calls, and the redis client's SET and INFO */
+    long want = n + WARMUP_CALLS + 2 * (strcmp(what, "redis") == 0);
     long got = segments_count(segfile);
     if (got != want) {
         fprintf(stderr, "plugins_bench: %s: %ld segments for %ld calls\n", what, got, want);
@@ -493,12 +555,14 @@ static void round_run(const char *self, const char *what, long n, long k, bool t
     char segfile[700];
     snprintf(segfile, sizeof segfile, "%s/bench-%d.bin", getenv("SW_TEST_DB_TMP"), (int)getpid());
     unlink(segfile);
-    client_t c[2] = {{.what = what, .traced = false}, {.what = what, .traced = true}};
+    client_t *c = clients;
+    c[0] = (client_t){.what = what, .traced = false};
+    c[1] = (client_t){.what = what, .traced = true};
     for (int i = 0; i < 2; i++) {
         client_start(&c[i], self, segfile);
     }
     for (int i = 0; i < 2; i++) {
-        client_expect(&c[i], "ready");
+        client_ready_pin(&c[i]);
     }
     for (long done = 0, pair = 0; done < n; done += k, pair++) {
         long m = n - done < k ? n - done : k;
@@ -515,7 +579,21 @@ static void round_run(const char *self, const char *what, long n, long k, bool t
     for (int i = 0; i < 2; i++) {
         client_reap(&c[i]);
     }
+    clients_end();
     segments_check(what, segfile, n);
+}
+
+/* The lowest-numbered CPU this process may run on. */
+static int cpu_first(void)
+{
+    cpu_set_t mine;
+    int cpu = 0;
+    if (sched_getaffinity(0, sizeof mine, &mine) == 0) {
+        while (cpu < CPU_SETSIZE - 1 && !CPU_ISSET(cpu, &mine)) {
+            cpu++;
+        }
+    }
+    return cpu;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -578,7 +656,7 @@ int main(int argc, char **argv)
     if (rounds < 1 || rounds > ROUNDS_MAX) {
         die("--rounds must be 1..31");
     }
-    long n = 20000, k = 500;
+    long n = 20000, k = 2000;
     if (smoke) {
         rounds = 1;
         n = 300;
@@ -591,6 +669,7 @@ int main(int argc, char **argv)
     }
     self[len] = '\0';
     signal(SIGPIPE, SIG_IGN); /* a client gone: line_write fails instead */
+    pin_cpu = cpu_first();
     servers_open();
     figures_t pq = measure(self, "pq", rounds, n, k);
     figures_t rd = measure(self, "redis", rounds, n, k);

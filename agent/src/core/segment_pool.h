@@ -24,11 +24,12 @@
  * is in one of
  *   - the carrier's rings             <= R = channels * ring size (rounded up to a power of 2)
  *   - the consumer's batch            <= R (it drains at most one ring's size per ring)
- *   - threads building a segment      1 each
+ *   - threads building a segment      1 each, 2 with a segment set aside (span_mark.h)
  *   - per-thread caches               <= the cache credits, min(SW__SEGMENT_CACHE_CREDITS, max/4)
  *   - the free list, or in a refill's hands for a few instructions,
- * so cap = 2R + SW__SEGMENT_POOL_MARGIN leaves room for the credits plus 128 threads building
- * segments while the carrier and the batch are both full. Worst-case memory: cap * block_size;
+ * so cap = 2R + SW__SEGMENT_POOL_MARGIN leaves room for the credits plus 128 blocks held by
+ * threads while the carrier and the batch are both full (past that a begin records nothing and
+ * its trace counts as dropped, as at any cap). Worst-case memory: cap * block_size;
  * at the defaults (5 channels x 300 -> 512 slots, 300 spans, 16 KiB arena) that is
  * 5376 blocks x 32,424 bytes = 174 MB (166 MiB); SW_AGENT_MAX_SEGMENTS sets a smaller cap.
  *

@@ -584,15 +584,39 @@ static void second_partition_fails(void *arg, sb_broker_t *sb, sb_request_t *q)
     }
 }
 
+/*
+ * The scenario needs both partitions' batches in the producer's first request. Now and then
+ * (about one run in ten under TSan on a loaded 2-vCPU machine) partition 0's first batch goes
+ * alone, holding only its first records; the script then injects nothing. That run is not the
+ * scenario: it is set up again, fresh broker and producer, at most five times in all.
+ */
+static kp_producer_t *partial_setup(sb_broker_t **sb_out)
+{
+    for (int attempt = 0;; attempt++) {
+        reset();
+        sb_broker_t *sb = sb_start(TOPIC, 2, second_partition_fails, NULL);
+        kp_producer_t *p = producer(sb, (const char *[]){"linger.ms", "200", NULL});
+        send_ids(p, 0, 0, 5);
+        send_ids(p, 1, 5, 10);
+        cr_assert_eq(kp_flush(p, 20000), 0);
+        sb_lock(sb);
+        bool together = sb->requests[0].n == 2;
+        sb_unlock(sb);
+        if (together) {
+            *sb_out = sb;
+            return p;
+        }
+        cr_assert_lt(attempt, 4, "no first request held both partitions in 5 attempts");
+        cr_assert_eq(kp_close(p, 5000), 0);
+        sb_stop(sb);
+    }
+}
+
 Test(sender, partial_response_completes_the_ok_partition_and_retries_the_other)
 {
-    sb_broker_t *sb = sb_start(TOPIC, 2, second_partition_fails, NULL);
-    kp_producer_t *p = producer(sb, (const char *[]){"linger.ms", "200", NULL});
-    send_ids(p, 0, 0, 5);
-    send_ids(p, 1, 5, 10);
-    cr_assert_eq(kp_flush(p, 20000), 0);
+    sb_broker_t *sb = NULL;
+    kp_producer_t *p = partial_setup(&sb);
     sb_lock(sb);
-    cr_assert_eq(sb->requests[0].n, 2, "both partitions in one request");
     int a = request_with(sb, 5, 0);
     cr_assert(a > 0);
     cr_expect_eq(sb->requests[a].n, 1, "only the failed partition is resent");

@@ -77,7 +77,7 @@ static void reserve_ahead(file_reporter_t *r, off_t end, size_t len)
     if (fallocate(r->fd, FALLOC_FL_KEEP_SIZE, end, step) == 0) {
         r->reserved_end = end + step;
     } else if (errno == EOPNOTSUPP || errno == ENOSYS) {
-        r->reserve = r->regular;
+        r->reserve = false;
     }
 }
 

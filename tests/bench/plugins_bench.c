@@ -63,6 +63,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "test_util.h"
+
 #define ROUNDS_MAX         31
 #define WARMUP_CALLS       200
 #define REPLY_TIMEOUT_MS   60000  /* the parent waiting for a client's answer */
@@ -102,22 +104,15 @@ static void die(const char *what)
 
 enum { LINE_OK = 0, LINE_TIMEOUT = -1, LINE_EOF = -2 };
 
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Reads one line from fd into buf, without its '\n', waiting at most timeout_ms for it. Each
    side writes one line and then waits for the other's, so nothing follows the line. Returns
    LINE_OK, LINE_TIMEOUT, or LINE_EOF (end of file, a read error, or a line too long). */
 static int line_read(int fd, char *buf, size_t cap, int timeout_ms)
 {
-    int64_t deadline = mono_ms() + timeout_ms;
+    double deadline = now_s() + timeout_ms / 1000.0;
     size_t len = 0;
     while (len == 0 || buf[len - 1] != '\n') {
-        int64_t left = deadline - mono_ms();
+        int64_t left = (int64_t)((deadline - now_s()) * 1000.0);
         struct pollfd p = {.fd = fd, .events = POLLIN};
         int ready = left > 0 ? poll(&p, 1, (int)left) : 0;
         if (ready < 0 && errno == EINTR) {

@@ -11,6 +11,12 @@
 
 static int key_a, key_b, key_c;
 
+/* An entry span with no incoming headers, as the libmicrohttpd layer begins one. */
+static void entry_begin(const char *op, sw__span_mark_t *mark)
+{
+    sw__span_begin_entry_marked(op, NULL, NULL, NULL, NULL, NULL, mark);
+}
+
 static const Skywalking__V3__SegmentObject *segment_named(const decoded_segments_t *d,
                                                           const char *op)
 {
@@ -28,7 +34,7 @@ Test(span_mark, a_set_aside_span_is_resumed_under_its_key_only)
     const char *path = agent_test_path();
     agent_test_start(path, NULL);
     sw__span_mark_t mark;
-    sw__span_begin_entry_marked("/request", NULL, NULL, NULL, NULL, NULL, &mark);
+    entry_begin("/request", &mark);
     cr_assert_eq(mark.span_id, 0);
     cr_assert(sw__span_stash_marked(&mark, &key_a, &key_b));
     cr_assert_eq(sw_span_tag("k", "v"), SW_ENOSPAN, "the set-aside span is off the stack");
@@ -64,13 +70,13 @@ Test(span_mark, touched_or_inner_spans_are_not_set_aside)
     const char *path = agent_test_path();
     agent_test_start(path, NULL);
     sw__span_mark_t mark;
-    sw__span_begin_entry_marked("/tagged", NULL, NULL, NULL, NULL, NULL, &mark);
+    entry_begin("/tagged", &mark);
     cr_assert_eq(sw_span_tag("k", "v"), 0);
     cr_assert_not(sw__span_stash_marked(&mark, &key_a, &key_b), "a tag was attached");
     sw_span_end();
 
     sw_local_span_begin("/outer");
-    sw__span_begin_entry_marked("/inner", NULL, NULL, NULL, NULL, NULL, &mark);
+    entry_begin("/inner", &mark);
     cr_assert_eq(mark.span_id, 1);
     cr_assert_not(sw__span_stash_marked(&mark, &key_a, &key_b), "not the segment's first span");
     cr_assert(sw__span_discard_marked(&mark));
@@ -88,9 +94,9 @@ Test(span_mark, a_newer_stash_gives_the_older_back_unreported)
     const char *path = agent_test_path();
     agent_test_start(path, NULL);
     sw__span_mark_t mark;
-    sw__span_begin_entry_marked("/first", NULL, NULL, NULL, NULL, NULL, &mark);
+    entry_begin("/first", &mark);
     cr_assert(sw__span_stash_marked(&mark, &key_a, &key_b));
-    sw__span_begin_entry_marked("/second", NULL, NULL, NULL, NULL, NULL, &mark);
+    entry_begin("/second", &mark);
     cr_assert(sw__span_stash_marked(&mark, &key_c, &key_b));
     cr_assert_not(sw__span_resume_marked(&key_a, &key_b, &mark), "the older one is gone");
     cr_assert(sw__span_resume_marked(&key_c, &key_b, &mark));
@@ -107,7 +113,7 @@ static void *stash_and_exit(void *arg)
 {
     (void)arg;
     sw__span_mark_t mark;
-    sw__span_begin_entry_marked("/left", NULL, NULL, NULL, NULL, NULL, &mark);
+    entry_begin("/left", &mark);
     cr_assert(sw__span_stash_marked(&mark, &key_a, &key_b));
     return NULL;
 }

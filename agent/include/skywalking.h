@@ -246,6 +246,12 @@ typedef struct sw_config {
     char kafka_topic_logging[SW_CONFIG_NAME_MAX];
     char grpc_ssl_key_path[SW_CONFIG_TEXT_MAX];
     char grpc_ssl_cert_chain_path[SW_CONFIG_TEXT_MAX];
+    /* The preload library's plugins (libskywalking-preload.so); a program that links the agent
+       and traces its own calls does not use them. Appended like the fields above. */
+    uint32_t plugin_sql_body_max_length; /* SW_PLUGIN_SQL_BODY_MAX_LENGTH, 0..16384 */
+    bool plugin_sql_parameters;          /* SW_PLUGIN_SQL_PARAMETERS */
+    bool plugin_redis_trace_key;         /* SW_PLUGIN_REDIS_TRACE_KEY */
+    bool plugin_syslog;                  /* SW_PLUGIN_SYSLOG */
 } sw_config_t;
 
 /* Fills `cfg` with the defaults (empty names are resolved by sw_init). Any thread. Cannot fail

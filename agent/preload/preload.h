@@ -48,12 +48,16 @@ void *sw__preload_real(_Atomic(void *) *slot, const char *name, const char *vers
     } while (0)
 
 /*
- * Starts the agent on the first call (configuration read by the constructor) and returns true
+ * Starts the agent on the first call (with sw__preload_config) and returns true
  * while it runs. A bad configuration or a failed start is logged once (sw__log: stderr by default)
  * and leaves tracing off for the life of the process (a forked child tries again). Any thread; the
  * first call blocks while the agent starts (opens the file, starts the consumer thread).
  */
 bool sw__preload_agent_ready(void);
+
+/* The preload's configuration (file and environment), read on the first call: by the constructor
+   or by an earlier hook. Read-only; any thread. */
+const sw_config_t *sw__preload_config(void);
 
 /*
  * After a begin made by this library: when it started the thread's first segment (mark

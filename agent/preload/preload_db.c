@@ -4,10 +4,8 @@
  */
 #include "preload_db.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "../src/core/context.h"
 #include "../src/log/log.h"
@@ -20,53 +18,12 @@ sw__db_settings_t sw__db_settings = {SW__SQL_BODY_MAX_DEFAULT, false, true};
    and the texts are assembled in stack buffers of this size: hence the bound. */
 #define SQL_BODY_MAX_LIMIT SW__SQL_BODY_MAX_LIMIT
 
-/* Reads setting `name` as true/false/1/0 into *out. Returns 0 (also when unset: *out keeps its
-   default) or SW_ECONFIG, logged, for another value. */
-static int bool_read(const char *name, bool *out)
+void sw__db_settings_apply(const sw_config_t *cfg)
 {
-    const char *v = getenv(name);
-    if (v == NULL || v[0] == '\0') {
-        return 0;
-    }
-    if (strcasecmp(v, "true") == 0 || strcmp(v, "1") == 0) {
-        *out = true;
-    } else if (strcasecmp(v, "false") == 0 || strcmp(v, "0") == 0) {
-        *out = false;
-    } else {
-        char esc[SW__LOG_ESCAPED_SIZE];
-        sw__log(SW_LOG_ERROR, "preload: %s=%s is not true or false; keeping %s", name,
-                SW__LOG_ESC(esc, v), *out ? "true" : "false");
-        return SW_ECONFIG;
-    }
-    return 0;
-}
-
-int sw__db_settings_load(void)
-{
-    int rc = 0;
-    const char *v = getenv("SW_PLUGIN_SQL_BODY_MAX_LENGTH");
-    if (v != NULL && v[0] != '\0') {
-        char *end;
-        errno = 0;
-        long n = strtol(v, &end, 10);
-        if (errno != 0 || *end != '\0' || n < 0 || n > SQL_BODY_MAX_LIMIT) {
-            char esc[SW__LOG_ESCAPED_SIZE];
-            sw__log(SW_LOG_ERROR,
-                    "preload: SW_PLUGIN_SQL_BODY_MAX_LENGTH=%s is not a byte count in 0..%d; "
-                    "keeping %d",
-                    SW__LOG_ESC(esc, v), SQL_BODY_MAX_LIMIT, SW__SQL_BODY_MAX_DEFAULT);
-            rc = -1;
-        } else {
-            sw__db_settings.sql_body_max = (size_t)n;
-        }
-    }
-    if (bool_read("SW_PLUGIN_SQL_PARAMETERS", &sw__db_settings.sql_parameters) != 0) {
-        rc = -1;
-    }
-    if (bool_read("SW_PLUGIN_REDIS_TRACE_KEY", &sw__db_settings.redis_trace_key) != 0) {
-        rc = -1;
-    }
-    return rc;
+    size_t max = cfg->plugin_sql_body_max_length;
+    sw__db_settings.sql_body_max = max < SQL_BODY_MAX_LIMIT ? max : SQL_BODY_MAX_LIMIT;
+    sw__db_settings.sql_parameters = cfg->plugin_sql_parameters;
+    sw__db_settings.redis_trace_key = cfg->plugin_redis_trace_key;
 }
 
 /* len cut to at most max bytes, not inside a UTF-8 sequence. */

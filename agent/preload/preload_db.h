@@ -22,6 +22,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "skywalking.h"
+
 #define SW__SQL_BODY_MAX_DEFAULT 2048
 
 typedef struct sw__db_settings {
@@ -30,12 +32,13 @@ typedef struct sw__db_settings {
     bool redis_trace_key; /* SW_PLUGIN_REDIS_TRACE_KEY: record cache.key (true) */
 } sw__db_settings_t;
 
-/* Written once by sw__db_settings_load (the constructor, before any traced call). */
+/* Written once by sw__db_settings_apply (when the preload reads its configuration, before any
+   traced call); read-only afterwards. */
 extern sw__db_settings_t sw__db_settings;
 
-/* Reads the SW_PLUGIN_* settings from the environment. A bad value is logged naming the
-   setting and its default is kept. Returns 0, or -1 when a value was bad. */
-int sw__db_settings_load(void);
+/* Takes the SW_PLUGIN_* settings of `cfg` (checked by the agent's configuration: file and
+   environment, config.c). */
+void sw__db_settings_apply(const sw_config_t *cfg);
 
 /*
  * Sets the conventions on the active span (an exit span the plugin just began): layer Database,

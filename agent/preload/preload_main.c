@@ -19,9 +19,12 @@
 
 _Thread_local bool sw__preload_busy;
 
-/* The configuration read by the constructor; read-only afterwards (global: the preload has no
-   other place to keep it between the constructor and the first traced call). */
+/* The configuration (file and environment, sw_config_load), read once by config_load: from the
+   constructor, or earlier by a hook that runs before it (another library's constructor calling
+   syslog or libpq); read-only afterwards. Global: the preload has no other place to keep it
+   between the constructor and the first traced call. */
 static sw_config_t config;
+static pthread_once_t config_once = PTHREAD_ONCE_INIT;
 
 /* 0: not started, 1: started, 2: off for good (bad configuration or failed start). Changed
    under start_lock with release; partner: the acquire load in sw__preload_agent_ready. */
@@ -95,6 +98,24 @@ static bool reporter_is_file(void)
            strcmp(resolved.reporter, "file") == 0;
 }
 
+static void config_load(void)
+{
+    char err[768] = "";
+    sw_config_init(&config);
+    if (sw_config_load(&config, err, sizeof err) != 0) {
+        sw__log(SW_LOG_ERROR, "preload: %s; this program runs untraced", err);
+        atomic_store_explicit(&agent_state, 2, memory_order_relaxed);
+        return; /* the plugins keep their defaults */
+    }
+    sw__db_settings_apply(&config);
+}
+
+const sw_config_t *sw__preload_config(void)
+{
+    pthread_once(&config_once, config_load);
+    return &config;
+}
+
 bool sw__preload_agent_ready(void)
 {
     /* acquire: partner of the release store below; the agent is started when it reads 1. */
@@ -105,6 +126,7 @@ bool sw__preload_agent_ready(void)
     if (s == 2 || sw__preload_busy) {
         return false;
     }
+    (void)sw__preload_config(); /* before start_lock: config_load takes no lock of ours */
     pthread_mutex_lock(&start_lock);
     s = atomic_load_explicit(&agent_state, memory_order_relaxed);
     if (s == 0) {
@@ -146,13 +168,7 @@ __attribute__((constructor)) static void preload_start(void)
 {
     (void)pthread_key_create(&pending_key, pending_free);
     (void)pthread_atfork(fork_prepare, fork_parent, fork_child);
-    char err[768] = "";
-    sw_config_init(&config);
-    if (sw_config_load(&config, err, sizeof err) != 0) {
-        sw__log(SW_LOG_ERROR, "preload: %s; this program runs untraced", err);
-        atomic_store_explicit(&agent_state, 2, memory_order_relaxed);
-    }
-    (void)sw__db_settings_load(); /* a bad value is logged; its default stays */
+    (void)sw__preload_config();
 }
 
 /* Runs after the agent's atexit handler has drained and flushed the reporter. A server that

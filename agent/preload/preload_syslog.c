@@ -17,13 +17,12 @@
 /* This file defines syslog and vsyslog themselves: glibc's fortified inline wrappers of them
    must not be in the way. */
 #undef _FORTIFY_SOURCE
-#define _GNU_SOURCE 1 /* vasprintf, secure_getenv */
+#define _GNU_SOURCE 1 /* vasprintf */
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <strings.h>
 #include <syslog.h>
 
 #include "../src/log/log.h"
@@ -41,19 +40,7 @@ static bool enabled;
 
 static void settings_read(void)
 {
-    const char *v = secure_getenv("SW_PLUGIN_SYSLOG");
-    if (v == NULL || v[0] == '\0') {
-        return;
-    }
-    if (strcasecmp(v, "true") == 0 || strcmp(v, "1") == 0) {
-        enabled = true;
-    } else if (strcasecmp(v, "false") != 0 && strcmp(v, "0") != 0) {
-        char esc[SW__LOG_ESCAPED_SIZE];
-        sw__log(SW_LOG_WARN,
-                "preload: SW_PLUGIN_SYSLOG=%s is not true or false; syslog is not "
-                "sent to the OAP",
-                SW__LOG_ESC(esc, v));
-    }
+    enabled = sw__preload_config()->plugin_syslog; /* SW_PLUGIN_SYSLOG, checked by config.c */
 }
 
 static sw_log_severity_t severity_of(int priority)

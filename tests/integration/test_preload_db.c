@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "preload/pl_support.h"
 
@@ -309,4 +310,47 @@ Test(preload_db, redis_keys_are_left_out_on_request)
     run_traced(argv, "rediskey", "SW_PLUGIN_REDIS_TRACE_KEY=false", NULL, &s);
     redis_check(&s, false);
     pl_segments_free(&s);
+}
+
+/* The plugins' settings come from the SW_AGENT_CONFIG file like every other setting. */
+Test(preload_db, plugin_settings_are_read_from_the_config_file)
+{
+    char dir[256], conf[512], conf_env[600];
+    pl_tmpdir(dir, sizeof dir, "dbconf");
+    snprintf(conf, sizeof conf, "%s/agent.conf", dir);
+    FILE *f = fopen(conf, "w");
+    cr_assert_not_null(f, "%s", conf);
+    fputs("# the Redis plugin of the preload library\nSW_PLUGIN_REDIS_TRACE_KEY=false\n", f);
+    cr_assert_eq(fclose(f), 0);
+    snprintf(conf_env, sizeof conf_env, "SW_AGENT_CONFIG=%s", conf);
+    char *argv[] = {PL_DB, "redis", NULL};
+    pl_segments_t s = {0};
+    run_traced(argv, "redisconf", conf_env, NULL, &s);
+    redis_check(&s, false);
+    pl_segments_free(&s);
+}
+
+/* A bad plugin value is a bad setting like any other: one message names it, and the program
+   runs untraced and exits normally. */
+Test(preload_db, a_bad_plugin_setting_leaves_the_program_untraced)
+{
+    servers_env();
+    char dir[256], file[512], err[512], e[3][4200];
+    pl_tmpdir(dir, sizeof dir, "dbbad");
+    snprintf(file, sizeof file, "%s/seg.bin", dir);
+    snprintf(err, sizeof err, "%s/stderr", dir);
+    snprintf(e[0], sizeof e[0], "LD_PRELOAD=%s", PL_PRELOAD_LIB);
+    snprintf(e[1], sizeof e[1], "SW_REPORTER_FILE_PATH=%s", file);
+    snprintf(e[2], sizeof e[2], "SW_PLUGIN_SQL_BODY_MAX_LENGTH=lots");
+    char *env[] = {e[0], e[1], e[2], NULL};
+    char *argv[] = {PL_DB, "redis", NULL};
+    int rc = pl_run(argv, env, NULL, err, WAIT_MS);
+    char *msg = pl_slurp(err, NULL);
+    cr_assert_not_null(msg);
+    cr_expect_eq(rc, 0, "pl_db exited %d: %s", rc, msg);
+    cr_expect_not_null(strstr(msg, "SW_PLUGIN_SQL_BODY_MAX_LENGTH must be an integer in 0..16384"),
+                       "%s", msg);
+    cr_expect_not_null(strstr(msg, "runs untraced"), "%s", msg);
+    cr_expect_eq(access(file, F_OK), -1, "an untraced program writes no segment file");
+    free(msg);
 }

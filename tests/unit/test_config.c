@@ -22,6 +22,8 @@ Test(config, defaults)
     cr_expect_eq(c.buffer_channel_size, 5);
     cr_expect_eq(c.buffer_buffer_size, 300);
     cr_expect_str_eq(c.file_path, "skywalking-segments.bin");
+    cr_expect_eq(c.plugin_sql_body_max_length, 2048);
+    cr_expect(!c.plugin_sql_parameters && c.plugin_redis_trace_key && !c.plugin_syslog);
     cr_assert_eq(sw__config_finalize(&c, NULL, 0), 0);
     cr_expect_str_eq(c.service_name, program_invocation_short_name,
                      "default service = program name, got %s", c.service_name);
@@ -54,6 +56,9 @@ Test(config, set_parses_and_validates_each_kind)
         {"SW_AGENT_SAMPLE", "99999999999999", "SW_AGENT_SAMPLE"},
         {"SW_BUFFER_CHANNEL_SIZE", "-3", "SW_BUFFER_CHANNEL_SIZE"},
         {"SW_REPORTER", "smoke-signals", "SW_REPORTER must be file, kafka or grpc"},
+        {"SW_PLUGIN_SQL_BODY_MAX_LENGTH", "16385",
+         "SW_PLUGIN_SQL_BODY_MAX_LENGTH must be an integer in 0..16384"},
+        {"SW_PLUGIN_SQL_PARAMETERS", "yes", "SW_PLUGIN_SQL_PARAMETERS must be true or false"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         sw_config_t before = c;
@@ -80,13 +85,17 @@ Test(config, file_text_with_comments_spaces_and_line_numbers)
                        "  SW_AGENT_NAME = orders  \r\n"
                        "SW_AGENT_SAMPLE=10\n"
                        "SW_AGENT_IGNORE_SUFFIX=.jpg,.css\n"
-                       "SW_KAFKA_PRODUCER_CONFIG=acks=all\n";
+                       "SW_KAFKA_PRODUCER_CONFIG=acks=all\n"
+                       "SW_PLUGIN_SQL_BODY_MAX_LENGTH=0\n"
+                       "SW_PLUGIN_REDIS_TRACE_KEY=false\n";
     cr_assert_eq(sw__config_parse_buffer(&c, text, strlen(text), "agent.conf", err, sizeof err), 0,
                  "%s", err);
     cr_expect_str_eq(c.service_name, "orders");
     cr_expect_eq(c.sample_n_per_3_secs, 10);
     cr_expect_str_eq(c.ignore_suffix, ".jpg,.css");
     cr_expect_str_eq(c.kafka_producer_config, "acks=all", "the first '=' splits");
+    cr_expect_eq(c.plugin_sql_body_max_length, 0);
+    cr_expect(!c.plugin_redis_trace_key, "the preload plugins' settings are read from a file too");
 
     const char *unknown = "SW_AGENT_NAME=x\n# ok\nSW_AGENT_NAM=y\n";
     cr_expect_eq(

@@ -31,6 +31,7 @@ endif()
 if(TARGET skywalking)
   sw_add_unit_test(test_log_report
     SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_log_report.c
+            ${CMAKE_CURRENT_SOURCE_DIR}/integration/log_report_hpp.cpp
     LIBS skywalking
     LABELS grpc
     TIMEOUT 600

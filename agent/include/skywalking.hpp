@@ -578,6 +578,58 @@ class histogram : public meter
     explicit histogram(meter m) noexcept : meter(m) {}
 };
 
+/*
+ * Application logs to the OAP (skywalking.h, sw_log_kv): one line, with the trace context of
+ * the thread's active span, queued for the agent's log sender.
+ *
+ *     skywalking::log(SW_SEVERITY_INFO, "order " + id + " placed");
+ *     skywalking::log(SW_SEVERITY_WARN, "payment retried", "payments", {{"attempt", "2"}});
+ *
+ * The message, the logger (empty: "default") and the tags are copied for the call (the tags
+ * into one malloc'd block when there are any). Returns what sw_log_kv returns, and SW_ENOMEM
+ * when that block cannot be had (the line is not recorded then); a message without data (a
+ * default-constructed std::string_view) is SW_EINVAL, as NULL is for the C function. Never
+ * blocks; any thread.
+ */
+inline int
+log(sw_log_severity_t severity, std::string_view message, std::string_view logger = {},
+    std::initializer_list<std::pair<std::string_view, std::string_view>> tags = {}) noexcept
+{
+    detail::c_string<512> text(message);
+    detail::short_text name(detail::optional(logger));
+    if (tags.size() == 0) {
+        return sw_log_kv(severity, name.get(), text.get(), nullptr, 0);
+    }
+    std::size_t bytes = tags.size() * sizeof(sw_kv_t);
+    for (const auto &tag : tags) {
+        bytes += tag.first.size() + tag.second.size() + 2;
+    }
+    void *block = std::malloc(bytes);
+    if (block == nullptr) {
+        return SW_ENOMEM;
+    }
+    sw_kv_t *kv = static_cast<sw_kv_t *>(block);
+    char *next = reinterpret_cast<char *>(kv + tags.size());
+    auto copy = [&next](std::string_view from) {
+        char *to = next;
+        if (!from.empty()) {
+            std::memcpy(to, from.data(), from.size());
+        }
+        to[from.size()] = '\0';
+        next += from.size() + 1;
+        return to;
+    };
+    std::size_t n = 0;
+    for (const auto &tag : tags) {
+        kv[n].key = copy(tag.first);
+        kv[n].value = copy(tag.second);
+        n++;
+    }
+    int rc = sw_log_kv(severity, name.get(), text.get(), kv, n);
+    std::free(block);
+    return rc;
+}
+
 } // namespace skywalking
 
 #endif /* SKYWALKING_HPP */

@@ -233,6 +233,44 @@ Test(log_report, a_line_carries_the_active_span_ids_and_tags)
     records_free(logs);
 }
 
+/* skywalking.hpp's skywalking::log (log_report_hpp.cpp): exact texts from string_views, the
+   logger, the tags and the span's trace context; a view without data is SW_EINVAL. */
+int log_report_hpp_lines(void);
+
+Test(log_report, the_cxx_api_sends_lines_with_logger_and_tags)
+{
+    collector_t *c = &the_collector;
+    collector_start(c, 0, NULL, NULL);
+    agent_start(c->port, 10000);
+    sw_snapshot_t snap;
+    sw_entry_span_begin("GET /pay", NULL);
+    cr_assert_eq(sw_capture(&snap), 0);
+    cr_expect_eq(log_report_hpp_lines(), 0, "skywalking::log returned an error");
+    sw_span_end();
+    sw_stats_t st = agent_stop();
+    collector_stop(c);
+
+    cr_expect_eq(st.logs_reported, 2, "reported %llu", (unsigned long long)st.logs_reported);
+    size_t n;
+    char **logs = records_of(c, "log", &n);
+    cr_assert_eq(n, 2, "the collector holds %zu log lines", n);
+    char buf[256];
+    const char *one = record_find(logs, "text", "cxx line one");
+    cr_assert_not_null(one, "no line 'cxx line one' (cut exactly at the view's end)");
+    cr_expect(json_string(one, "logger", buf, sizeof buf) && strcmp(buf, "payments") == 0,
+              "logger %s", buf);
+    cr_expect(json_string(one, "level", buf, sizeof buf) && strcmp(buf, "WARN") == 0);
+    cr_expect(json_string(one, "attempt", buf, sizeof buf) && strcmp(buf, "2") == 0, "%s", buf);
+    cr_expect(json_string(one, "zone", buf, sizeof buf) && strcmp(buf, "eu-west") == 0, "%s", buf);
+    cr_expect(json_string(one, "traceSegmentId", buf, sizeof buf) &&
+                  strcmp(buf, snap.segment_id) == 0,
+              "traceSegmentId %s, the span's is %s", buf, snap.segment_id);
+    const char *two = record_find(logs, "text", "cxx line two");
+    cr_assert_not_null(two);
+    cr_expect(json_string(two, "logger", buf, sizeof buf) && strcmp(buf, "default") == 0);
+    records_free(logs);
+}
+
 Test(log_report, start_and_shutdown_events)
 {
     collector_t *c = &the_collector;

@@ -17,10 +17,13 @@
    retry always lands on another channel (for attempt < channel_count). Thread-local, not
    shared: a produce's attempts run on one thread without any other partitioner call between
    them, since a partition function must not call dc_produce. */
-static _Thread_local uint32_t rolling_base;
+static _Thread_local uint32_t rolling_base __attribute__((tls_model("initial-exec")));
 
-/* This thread's kernel id, cached: gettid is a system call. 0 = not read yet. */
-static _Thread_local uint32_t thread_id;
+/* This thread's kernel id, cached: gettid is a system call. 0 = not read yet. Both variables are
+   in the static TLS block (initial-exec), as the agent's own thread context is: read on every
+   dc_produce, and in a shared library (libskywalking-preload.so, libdatacarrier.so) the
+   default model would make each read a __tls_get_addr call. */
+static _Thread_local uint32_t thread_id __attribute__((tls_model("initial-exec")));
 
 static uint32_t partition_rolling(void *state, uint32_t channel_count, uint32_t attempt)
 {

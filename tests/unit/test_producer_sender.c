@@ -584,40 +584,29 @@ static void second_partition_fails(void *arg, sb_broker_t *sb, sb_request_t *q)
     }
 }
 
-/* A producer with linger.ms `linger` that has sent records 0..4 to partition 0 and 5..9 to
-   partition 1 and flushed them. */
-static kp_producer_t *ten_flushed(sb_broker_t *sb, const char *linger)
-{
-    kp_producer_t *p = producer(sb, (const char *[]){"linger.ms", linger, NULL});
-    send_ids(p, 0, 0, 5);
-    send_ids(p, 1, 5, 10);
-    cr_assert_eq(kp_flush(p, 20000), 0);
-    return p;
-}
-
 /*
- * The scenario needs both partitions' batches in the producer's first request. Now and then
- * (1 to 2 runs in 12 under TSan on a loaded 2-vCPU machine) partition 0's first batch goes
- * alone, holding only its first records; the script then injects nothing. That run is not the
- * scenario: it is set up again, fresh broker and producer, at most five times in all.
+ * The scenario needs both partitions' batches in the producer's first request, so nothing may
+ * become sendable before every record is appended. With linger.ms 200 and the tests'
+ * batch.size of 200, partition 0's first batch went alone now and then under TSan (1 to 2
+ * runs in 12, holding 2 of its 5 records): it became ready (its linger ran out, or it filled)
+ * while the test thread was still appending; a 300 ms pause between the two partitions'
+ * sends reproduces it every time. Here each partition's five records fit one batch that
+ * lingers for 10 s, so only kp_flush makes both ready, together (the same pause passes).
  */
 static kp_producer_t *partial_setup(sb_broker_t **sb_out)
 {
-    for (int attempt = 0;; attempt++) {
-        reset();
-        sb_broker_t *sb = sb_start(TOPIC, 2, second_partition_fails, NULL);
-        kp_producer_t *p = ten_flushed(sb, "200");
-        sb_lock(sb);
-        bool together = sb->requests[0].n == 2;
-        sb_unlock(sb);
-        if (together) {
-            *sb_out = sb;
-            return p;
-        }
-        cr_assert_lt(attempt, 4, "no first request held both partitions in 5 attempts");
-        cr_assert_eq(kp_close(p, 5000), 0);
-        sb_stop(sb);
-    }
+    sb_broker_t *sb = sb_start(TOPIC, 2, second_partition_fails, NULL);
+    kp_producer_t *p =
+        producer(sb, (const char *[]){"linger.ms", "10000", "batch.size", "16384", NULL});
+    send_ids(p, 0, 0, 5);
+    send_ids(p, 1, 5, 10);
+    cr_assert_eq(kp_flush(p, 20000), 0);
+    sb_lock(sb);
+    cr_assert_eq(sb->requests[0].n, 2, "the first request holds %d batches, not both partitions'",
+                 sb->requests[0].n);
+    sb_unlock(sb);
+    *sb_out = sb;
+    return p;
 }
 
 Test(sender, partial_response_completes_the_ok_partition_and_retries_the_other)
@@ -654,7 +643,10 @@ static void damaged_closes_connection(int mode)
 {
     damage_mode = mode;
     sb_broker_t *sb = sb_start(TOPIC, 2, damage_first, NULL);
-    kp_producer_t *p = ten_flushed(sb, "100");
+    kp_producer_t *p = producer(sb, (const char *[]){"linger.ms", "100", NULL});
+    send_ids(p, 0, 0, 5);
+    send_ids(p, 1, 5, 10);
+    cr_assert_eq(kp_flush(p, 20000), 0);
     sb_lock(sb);
     cr_expect_geq(sb->n_closed_by_client, 1, "the producer kept the connection");
     cr_expect_eq(sb->log_len[0] + sb->log_len[1], 10);

@@ -183,8 +183,8 @@ int sw__cds_start(const sw_config_t *cfg, sw__grpc_notices_t *notices, sw__cds_t
     sw__grpc_cancel_init(&c->cancel);
     int rc = sw__grpc_conn_create(cfg, "configuration discovery", &c->conn, errbuf, errlen);
     if (rc == 0) {
-        rc = sw__periodic_start("sw-cds", cfg->cds_interval_s * 1000u, fetch_run, fetch_interrupt,
-                                c, &c->thread);
+        rc = sw__periodic_start("sw-cds", cfg->cds_interval_s * 1000u, SW__PERIODIC_AFTER_A_PERIOD,
+                                fetch_run, fetch_interrupt, c, &c->thread);
         if (rc != 0) {
             swc__errbuf_printf(errbuf, errlen, "cannot start the configuration discovery thread");
         }

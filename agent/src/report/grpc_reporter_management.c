@@ -3,8 +3,6 @@
  */
 #include "grpc_reporter_management.h"
 
-#include <errno.h>
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +11,7 @@
 #include "grpc_reporter_call.h"
 #include "grpc_reporter_channel.h"
 #include "instance_properties.h"
-#include "swc_clock.h"
+#include "periodic.h"
 #include "swc_errbuf.h"
 
 #define METHOD_PROPERTIES "/skywalking.v3.ManagementService/reportInstanceProperties"
@@ -32,10 +30,11 @@ struct sw__grpc_management {
     size_t ping_len;
 
     sw__grpc_cancel_t cancel; /* lets stop() cancel the call in flight */
-    pthread_t thread;
-    pthread_mutex_t lock;
-    pthread_cond_t wake; /* CLOCK_MONOTONIC; signalled by stop() */
-    bool stopping;       /* protected by lock */
+    sw__periodic_t *thread;
+
+    /* The management thread's own. */
+    uint64_t ticks;
+    bool properties_accepted;
 };
 
 /* One management call; returns true on OK. Management thread only. */
@@ -62,37 +61,23 @@ static bool management_call(sw__grpc_management_t *m, const char *method, const 
     return res.status == GRPC_STATUS_OK;
 }
 
-static void *management_main(void *arg)
+/* One heartbeat (management thread, at start and every period): InstanceProperties until the
+   OAP accepted them and with every SW_GRPC_PROPERTIES_EVERY-th beat, then a keep-alive. */
+static void management_tick(void *arg)
 {
     sw__grpc_management_t *m = arg;
-    bool properties_accepted = false;
-    int64_t period_ms = (int64_t)m->period_s * 1000;
-    int64_t next = swc__monotonic_ms();
-    for (uint64_t tick = 0;; tick++) {
-        if (!properties_accepted || tick % SW_GRPC_PROPERTIES_EVERY == 0) {
-            properties_accepted = management_call(m, METHOD_PROPERTIES, m->properties,
-                                                  m->properties_len, "reportInstanceProperties");
-        }
-        (void)management_call(m, METHOD_PING, m->ping, m->ping_len, "keepAlive");
-
-        next += period_ms;
-        pthread_mutex_lock(&m->lock);
-        int rc = 0;
-        while (!m->stopping && rc != ETIMEDOUT) {
-            rc = swc__cond_wait_until(&m->wake, &m->lock, next);
-        }
-        bool stop = m->stopping;
-        pthread_mutex_unlock(&m->lock);
-        if (stop) {
-            break;
-        }
-        /* After a long stall (a slow call), do not fire a burst of catch-up heartbeats. */
-        int64_t now = swc__monotonic_ms();
-        if (now > next + period_ms) {
-            next = now;
-        }
+    if (!m->properties_accepted || m->ticks % SW_GRPC_PROPERTIES_EVERY == 0) {
+        m->properties_accepted = management_call(m, METHOD_PROPERTIES, m->properties,
+                                                 m->properties_len, "reportInstanceProperties");
     }
-    return NULL;
+    (void)management_call(m, METHOD_PING, m->ping, m->ping_len, "keepAlive");
+    m->ticks++;
+}
+
+static void management_interrupt(void *arg)
+{
+    sw__grpc_management_t *m = arg;
+    sw__grpc_cancel_fire(&m->cancel);
 }
 
 static void management_free(sw__grpc_management_t *m)
@@ -101,8 +86,6 @@ static void management_free(sw__grpc_management_t *m)
     free(m->properties);
     free(m->ping);
     sw__grpc_cancel_destroy(&m->cancel);
-    pthread_cond_destroy(&m->wake);
-    pthread_mutex_destroy(&m->lock);
     free(m);
 }
 
@@ -119,22 +102,19 @@ int sw__grpc_management_start(const sw_config_t *cfg, sw__grpc_notices_t *notice
     memcpy(m->token, cfg->authentication, sizeof m->token);
     m->token[sizeof m->token - 1] = '\0';
     sw__grpc_cancel_init(&m->cancel);
-    pthread_mutex_init(&m->lock, NULL);
-    /* A failed init leaves the zeroed condition variable of calloc, which management_free may
-       destroy. */
-    int rc = swc__cond_init_monotonic(&m->wake) == 0 ? 0 : SW_ENOMEM;
-    if (rc == 0) {
-        rc = sw__instance_properties_pack(cfg, &m->properties, &m->properties_len);
-    }
+    int rc = sw__instance_properties_pack(cfg, &m->properties, &m->properties_len);
     if (rc == 0) {
         rc = sw__instance_ping_pack(cfg, &m->ping, &m->ping_len);
     }
     if (rc == 0) {
         rc = sw__grpc_conn_create(cfg, "management", &m->conn, errbuf, errlen);
     }
-    if (rc == 0 && pthread_create(&m->thread, NULL, management_main, m) != 0) {
-        swc__errbuf_printf(errbuf, errlen, "cannot start the gRPC management thread");
-        rc = SW_ETHREAD;
+    if (rc == 0) {
+        rc = sw__periodic_start("sw-grpc-mgmt", m->period_s * 1000u, SW__PERIODIC_AT_START,
+                                management_tick, management_interrupt, m, &m->thread);
+        if (rc != 0) {
+            swc__errbuf_printf(errbuf, errlen, "cannot start the gRPC management thread");
+        }
     }
     if (rc != 0) {
         management_free(m);
@@ -149,11 +129,6 @@ void sw__grpc_management_stop(sw__grpc_management_t *m)
     if (m == NULL) {
         return;
     }
-    pthread_mutex_lock(&m->lock);
-    m->stopping = true;
-    pthread_cond_signal(&m->wake);
-    pthread_mutex_unlock(&m->lock);
-    sw__grpc_cancel_fire(&m->cancel);
-    pthread_join(m->thread, NULL);
+    sw__periodic_stop(m->thread); /* cancels a call in flight (management_interrupt), joins */
     management_free(m);
 }

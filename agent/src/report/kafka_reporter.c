@@ -17,6 +17,7 @@
 #include "instance_properties.h"
 #include "kproducer.h"
 #include "meter_report.h"
+#include "periodic.h"
 #include "swc_clock.h"
 #include "swc_errbuf.h"
 
@@ -50,16 +51,17 @@ typedef struct kafka_reporter {
     int last_error_logged;
     int last_log_error_logged; /* the log sender thread's, for report_logs */
 
-    /* The management thread sleeps on `wake`; close() sets `closing` and signals it.
-       shutdown_begin() starts `watchdog` (drain_watchdog), which bounds the drain so that
-       sw_shutdown never sits out max.block.ms once per batch; it waits on `wake` too. */
+    /* shutdown_begin() starts `watchdog` (drain_watchdog), which bounds the drain so that
+       sw_shutdown never sits out max.block.ms once per batch; it sleeps on `wake` until
+       close() sets `closing`. */
     pthread_mutex_t lock;
     pthread_cond_t wake;
     bool closing; /* protected by lock */
     pthread_t watchdog;
     bool watchdog_started; /* set by shutdown_begin, read by close: sw_shutdown's thread */
-    pthread_t management;
-    bool management_started; /* set by create, read by close: no concurrency */
+    /* The heartbeats (management_tick); started by create, stopped by close. */
+    sw__periodic_t *management;
+    uint64_t management_ticks; /* the management thread's own */
 
     /* Management records acknowledged / failed; relaxed: diagnostics only, read in close. */
     _Atomic uint64_t management_acked;
@@ -241,35 +243,28 @@ static void *drain_watchdog(void *arg)
     return NULL;
 }
 
-/* The management thread: properties and a ping at start, then a ping every heartbeat period
-   (properties again with every 10th), until close() sets `closing`. The drain's time limit is
-   kept by a thread of its own (drain_watchdog), not by this one. */
-static void *management_run(void *arg)
+/* One heartbeat (management thread, at start and every heartbeat period): properties and a
+   ping at start, then a ping, with properties again after every PROPERTIES_EVERY_N_PINGS-th. */
+static void management_tick(void *arg)
 {
     kafka_reporter_t *r = arg;
-    management_send(r, true);
-    management_send(r, false);
-    uint64_t pings = 0;
-    pthread_mutex_lock(&r->lock);
-    while (!r->closing) {
-        /* Fixed delay after the previous sends, so a slow send never causes a burst. */
-        int64_t deadline = swc__deadline_after_ms((int64_t)r->heartbeat_s * 1000);
-        int rc = 0;
-        while (!r->closing && rc != ETIMEDOUT) {
-            rc = swc__cond_wait_until(&r->wake, &r->lock, deadline);
-        }
-        if (r->closing) {
-            break;
-        }
-        pthread_mutex_unlock(&r->lock);
-        management_send(r, false);
-        if (++pings % PROPERTIES_EVERY_N_PINGS == 0) {
-            management_send(r, true);
-        }
-        pthread_mutex_lock(&r->lock);
+    uint64_t tick = r->management_ticks++;
+    if (tick == 0) {
+        management_send(r, true);
     }
-    pthread_mutex_unlock(&r->lock);
-    return NULL;
+    management_send(r, false);
+    if (tick != 0 && tick % PROPERTIES_EVERY_N_PINGS == 0) {
+        management_send(r, true);
+    }
+}
+
+/* The management thread may be blocked in kp_send (up to max.block.ms when the broker is
+   down): this makes that send return at once. The producer stays valid until kp_close, which
+   close() calls only after the thread has left. */
+static void management_interrupt(void *arg)
+{
+    kafka_reporter_t *r = arg;
+    kp_stop_accepting(r->producer);
 }
 
 static void reporter_free(kafka_reporter_t *r)
@@ -294,17 +289,12 @@ static void kafka_shutdown_begin(sw__reporter_t *self)
 static void kafka_close(sw__reporter_t *self)
 {
     kafka_reporter_t *r = (kafka_reporter_t *)self;
-    if (r->management_started) {
-        pthread_mutex_lock(&r->lock);
-        r->closing = true;
-        pthread_cond_broadcast(&r->wake); /* the management thread and the watchdog */
-        pthread_mutex_unlock(&r->lock);
-        /* The thread may be blocked in kp_send (up to max.block.ms when the broker is down):
-           kp_stop_accepting makes that send return at once, and the producer stays valid
-           until kp_close below, which must not start before the thread has left. */
-        kp_stop_accepting(r->producer);
-        pthread_join(r->management, NULL);
-    }
+    pthread_mutex_lock(&r->lock);
+    r->closing = true;
+    pthread_cond_broadcast(&r->wake); /* the watchdog */
+    pthread_mutex_unlock(&r->lock);
+    sw__periodic_stop(r->management); /* management_interrupt, then joins */
+    r->management = NULL;
     if (r->watchdog_started) {
         pthread_join(r->watchdog, NULL);
     }
@@ -399,14 +389,14 @@ int sw__kafka_reporter_create(const sw_config_t *cfg, sw__report_counters_t *cou
     kp_stats_t st;
     kp_stats(r->producer, &st); /* nothing allocated yet: all of buffer.memory is free */
     r->buffer_total = st.pool_available;
-    if (pthread_create(&r->management, NULL, management_run, r) != 0) {
+    rc = sw__periodic_start("sw-kafka-mgmt", r->heartbeat_s * 1000u, SW__PERIODIC_AT_START,
+                            management_tick, management_interrupt, r, &r->management);
+    if (rc != 0) {
         swc__errbuf_printf(errbuf, errlen, "cannot start the Kafka management thread");
         (void)kp_close(r->producer, 0);
         reporter_free(r);
-        return SW_ETHREAD;
+        return rc;
     }
-    pthread_setname_np(r->management, "sw-kafka-mgmt");
-    r->management_started = true;
     r->base.name = "kafka";
     r->base.counters = counters;
     r->base.report = kafka_report;

@@ -288,8 +288,8 @@ int sw__meter_report_start(const sw_config_t *cfg, sw__reporter_t *reporter,
     }
     clock_gettime(CLOCK_MONOTONIC, &m->last_at);
     if (start_thread) {
-        int rc = sw__periodic_start("sw-meter", cfg->meter_report_interval_s * 1000u, period_run,
-                                    NULL, m, &m->thread);
+        int rc = sw__periodic_start("sw-meter", cfg->meter_report_interval_s * 1000u,
+                                    SW__PERIODIC_AFTER_A_PERIOD, period_run, NULL, m, &m->thread);
         if (rc != 0) {
             free(m);
             return rc;

@@ -14,6 +14,7 @@
 struct sw__periodic {
     /* Immutable while the thread runs. */
     uint32_t period_ms;
+    sw__periodic_first_t first;
     void (*run)(void *arg);
     void (*interrupt)(void *arg);
     void *arg;
@@ -28,6 +29,9 @@ static void *periodic_main(void *arg)
 {
     sw__periodic_t *p = arg;
     int64_t next = swc__monotonic_ms();
+    if (p->first == SW__PERIODIC_AT_START) {
+        p->run(p->arg); /* a stop() meanwhile interrupts it and waits, as for any run */
+    }
     for (;;) {
         next += p->period_ms;
         pthread_mutex_lock(&p->lock);
@@ -48,14 +52,16 @@ static void *periodic_main(void *arg)
     }
 }
 
-int sw__periodic_start(const char *name, uint32_t period_ms, void (*run)(void *arg),
-                       void (*interrupt)(void *arg), void *arg, sw__periodic_t **out)
+int sw__periodic_start(const char *name, uint32_t period_ms, sw__periodic_first_t first,
+                       void (*run)(void *arg), void (*interrupt)(void *arg), void *arg,
+                       sw__periodic_t **out)
 {
     sw__periodic_t *p = calloc(1, sizeof *p);
     if (p == NULL) {
         return SW_ENOMEM;
     }
     p->period_ms = period_ms ? period_ms : 1;
+    p->first = first;
     p->run = run;
     p->interrupt = interrupt;
     p->arg = arg;

@@ -14,6 +14,7 @@
 #include "kafka_test_env.h"
 #include "kproducer.h"
 #include "producer_test_util.h"
+#include "test_util.h"
 
 #define TOPIC "sw-test-6p"
 #define PARTS 6
@@ -31,6 +32,39 @@ static void on_delivery(void *opaque, int error, int32_t partition, int64_t offs
     atomic_store(&offsets[id], offset);
     atomic_store(&parts[id], partition);
     atomic_fetch_add(&calls[id], 1);
+}
+
+/* Reads every partition back with kcat: each record of this run (tagged `tag`) once, on its
+   partition, in send order, and with acks=1 at the offset its callback reported. Returns how
+   many were read. */
+static long read_back(const sw_test_kafka_t *k, const char *tag, bool acks0)
+{
+    char *seen = calloc(N, 1);
+    cr_assert_not_null(seen);
+    long found = 0;
+    for (int part = 0; part < PARTS; part++) {
+        size_t len = 0;
+        char *out = sw_test_kafka_consume(k->bootstrap, TOPIC, part, -1, 0, "%o %s\n", &len);
+        cr_assert_not_null(out, "kcat failed on partition %d", part);
+        long id, last = -1;
+        long long off;
+        for (char *cur = out; tagged_offset_line_next(&cur, out + len, tag, &id, &off);) {
+            cr_assert(id >= 0 && id < N && id % PARTS == part, "bad record %ld on %d", id, part);
+            cr_assert_eq(seen[id], 0, "record %ld read twice", id);
+            cr_assert_gt(id, last, "partition %d out of order: %ld after %ld", part, id, last);
+            if (!acks0) {
+                cr_assert_eq(atomic_load(&offsets[id]), off,
+                             "record %ld reported at offset %lld, read back at %lld", id,
+                             (long long)atomic_load(&offsets[id]), off);
+            }
+            seen[id] = 1;
+            last = id;
+            found++;
+        }
+        free(out);
+    }
+    free(seen);
+    return found;
 }
 
 static void round_trip(const char *acks)
@@ -62,31 +96,17 @@ static void round_trip(const char *acks)
                          (long long)atomic_load(&offsets[i]));
         }
     }
-    char *seen = calloc(N, 1);
-    long found = 0;
-    for (int part = 0; part < PARTS; part++) {
-        size_t len = 0;
-        char *out = sw_test_kafka_consume(k.bootstrap, TOPIC, part, -1, 0, "%o %s\n", &len);
-        cr_assert_not_null(out, "kcat failed on partition %d", part);
-        long id, last = -1;
-        long long off;
-        for (char *cur = out; tagged_offset_line_next(&cur, out + len, tag, &id, &off);) {
-            cr_assert(id >= 0 && id < N && id % PARTS == part, "bad record %ld on %d", id, part);
-            cr_assert_eq(seen[id], 0, "record %ld read twice", id);
-            cr_assert_gt(id, last, "partition %d out of order: %ld after %ld", part, id, last);
-            if (!acks0) {
-                cr_assert_eq(atomic_load(&offsets[id]), off,
-                             "record %ld reported at offset %lld, read back at %lld", id,
-                             (long long)atomic_load(&offsets[id]), off);
-            }
-            seen[id] = 1;
-            last = id;
-            found++;
-        }
-        free(out);
+    /* acks=0: the broker answers nothing, so kp_flush returns once the requests are written
+       and nothing tells when the broker has appended the last of them: the read-back is
+       repeated (every record once and in order each time) until all are there, for at most
+       60 s. acks=1: every record was acknowledged, so one read must find them all. */
+    double deadline = now_s() + 60;
+    long found;
+    while ((found = read_back(&k, tag, acks0)) < N && acks0 && now_s() < deadline) {
+        struct timespec pause = {0, 200 * 1000 * 1000}; /* between reads, not for sync */
+        nanosleep(&pause, NULL);
     }
     cr_assert_eq(found, N, "read back %ld of %d", found, N);
-    free(seen);
 }
 
 Test(producer_acks, acks_1_round_trip_with_offsets, .timeout = 300)

@@ -12,16 +12,16 @@
 #include "preload.h"
 #include "skywalking.h"
 
-sw__db_settings_t sw__db_settings = {SW__SQL_BODY_MAX_DEFAULT, false, true};
+sw__db_settings_t sw__db_settings = {SW__PLUGIN_SQL_BODY_DEFAULT, false, true};
 
 /* A span's strings live in its segment's arena (SW_AGENT_SEGMENT_ARENA_BYTES, 16384 by default),
-   and the texts are assembled in stack buffers of this size: hence the bound. */
-#define SQL_BODY_MAX_LIMIT SW__SQL_BODY_MAX_LIMIT
+   and the texts are assembled in stack buffers of SW__PLUGIN_SQL_BODY_MAX bytes (config.h), the
+   bound config.c checks SW_PLUGIN_SQL_BODY_MAX_LENGTH against. */
+#define SQL_BODY_MAX_LIMIT SW__PLUGIN_SQL_BODY_MAX
 
 void sw__db_settings_apply(const sw_config_t *cfg)
 {
-    size_t max = cfg->plugin_sql_body_max_length;
-    sw__db_settings.sql_body_max = max < SQL_BODY_MAX_LIMIT ? max : SQL_BODY_MAX_LIMIT;
+    sw__db_settings.sql_body_max = cfg->plugin_sql_body_max_length;
     sw__db_settings.sql_parameters = cfg->plugin_sql_parameters;
     sw__db_settings.redis_trace_key = cfg->plugin_redis_trace_key;
 }

@@ -22,9 +22,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../src/config/config.h"
 #include "skywalking.h"
-
-#define SW__SQL_BODY_MAX_DEFAULT 2048
 
 typedef struct sw__db_settings {
     size_t sql_body_max;  /* SW_PLUGIN_SQL_BODY_MAX_LENGTH, bytes of db.statement (2048) */
@@ -58,9 +57,6 @@ void sw__db_params_tag(int n, sw__db_param_fn value, const void *ctx);
    buf. For a plugin that records the values before the span exists. */
 const char *sw__db_params_format(char *buf, size_t size, int n, sw__db_param_fn value,
                                  const void *ctx);
-
-/* Longest db.statement / db.sql.parameters text: SW_PLUGIN_SQL_BODY_MAX_LENGTH is at most this. */
-#define SW__SQL_BODY_MAX_LIMIT 16384
 
 /* Marks the active span as failed and logs the server's `message` (len bytes, from outside:
    escaped and capped) with error.kind `kind`. */

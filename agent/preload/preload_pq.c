@@ -157,13 +157,13 @@ static char *params_copy(int n, const char *const *values, const int *formats)
         return NULL;
     }
     const char **shown = malloc((size_t)n * sizeof *shown);
-    char *buf = malloc(SW__SQL_BODY_MAX_LIMIT + 1);
+    char *buf = malloc(SW__PLUGIN_SQL_BODY_MAX + 1);
     if (shown != NULL && buf != NULL) {
         for (int i = 0; i < n; i++) {
             shown[i] =
                 formats != NULL && formats[i] != 0 && values[i] != NULL ? "(binary)" : values[i];
         }
-        sw__db_params_format(buf, SW__SQL_BODY_MAX_LIMIT + 1, n, param_text, shown);
+        sw__db_params_format(buf, SW__PLUGIN_SQL_BODY_MAX + 1, n, param_text, shown);
     } else {
         free(buf);
         buf = NULL;

@@ -19,7 +19,6 @@
 #undef _FORTIFY_SOURCE
 #define _GNU_SOURCE 1 /* vasprintf */
 #include <errno.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,15 +33,6 @@ typedef void (*vsyslog_chk_fn)(int, int, const char *, va_list);
 void __syslog_chk(int priority, int flag, const char *fmt, ...);
 void __vsyslog_chk(int priority, int flag, const char *fmt, va_list ap);
 
-/* Read once (pthread_once); then read-only. */
-static pthread_once_t settings_once = PTHREAD_ONCE_INIT;
-static bool enabled;
-
-static void settings_read(void)
-{
-    enabled = sw__preload_config()->plugin_syslog; /* SW_PLUGIN_SYSLOG, checked by config.c */
-}
-
 static sw_log_severity_t severity_of(int priority)
 {
     int p = LOG_PRI(priority);
@@ -55,8 +45,7 @@ static sw_log_severity_t severity_of(int priority)
 /* Whether this call is to be sent: enabled, not the agent's own, not masked, agent up. */
 static bool wanted(int priority)
 {
-    pthread_once(&settings_once, settings_read);
-    if (!enabled || sw__preload_busy) {
+    if (!sw__preload_config()->plugin_syslog || sw__preload_busy) { /* SW_PLUGIN_SYSLOG */
         return false;
     }
     int mask = setlogmask(0); /* 0: reads the mask without changing it */

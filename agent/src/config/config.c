@@ -78,9 +78,9 @@ static const key_desc_t keys[] = {
     TEXT("SW_KAFKA_TOPIC_LOGGING", kafka_topic_logging),
     TEXT("SW_AGENT_SSL_KEY_PATH", grpc_ssl_key_path),
     TEXT("SW_AGENT_SSL_CERT_CHAIN_PATH", grpc_ssl_cert_chain_path),
-    /* The preload library's plugins (agent/preload/preload_db.h, preload_syslog.c). The bound
-       is SW__SQL_BODY_MAX_LIMIT there: the texts are assembled in stack buffers of that size. */
-    NUM("SW_PLUGIN_SQL_BODY_MAX_LENGTH", KIND_UINT32, plugin_sql_body_max_length, 0, 16384),
+    /* The preload library's plugins (agent/preload/preload_db.h, preload_syslog.c). */
+    NUM("SW_PLUGIN_SQL_BODY_MAX_LENGTH", KIND_UINT32, plugin_sql_body_max_length, 0,
+        SW__PLUGIN_SQL_BODY_MAX),
     {"SW_PLUGIN_SQL_PARAMETERS", KIND_BOOL, offsetof(sw_config_t, plugin_sql_parameters), 0, 0, 0},
     {"SW_PLUGIN_REDIS_TRACE_KEY", KIND_BOOL, offsetof(sw_config_t, plugin_redis_trace_key), 0, 0,
      0},
@@ -114,7 +114,7 @@ void sw_config_init(sw_config_t *cfg)
     cfg->cds_interval_s = 20;
     cfg->log_max_message_size = 10240;
     cfg->log_queue_size = 1024;
-    cfg->plugin_sql_body_max_length = 2048; /* the Java agent's plugin.jdbc.sql_body_max_length */
+    cfg->plugin_sql_body_max_length = SW__PLUGIN_SQL_BODY_DEFAULT;
     cfg->plugin_redis_trace_key = true;
     snprintf(cfg->file_path, sizeof cfg->file_path, "skywalking-segments.bin");
 }

@@ -10,6 +10,12 @@
 
 #include "skywalking.h"
 
+/* SW_PLUGIN_SQL_BODY_MAX_LENGTH: its default (the Java agent's plugin.jdbc.sql_body_max_length)
+   and its bound (the preload assembles db.statement and db.sql.parameters in stack buffers of
+   that size, agent/preload/preload_db.c). */
+#define SW__PLUGIN_SQL_BODY_DEFAULT 2048
+#define SW__PLUGIN_SQL_BODY_MAX     16384
+
 /* Number of settings and the name of the i-th (for the environment loader). */
 size_t sw__config_key_count(void);
 const char *sw__config_key_name(size_t i);

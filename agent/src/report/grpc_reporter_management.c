@@ -22,7 +22,6 @@ struct sw__grpc_management {
     sw__grpc_notices_t *notices;
     sw__grpc_conn_t *conn; /* the management thread's own; only it touches it */
     char token[SW_CONFIG_NAME_MAX];
-    uint32_t period_s;
     uint32_t timeout_ms;
     uint8_t *properties; /* packed InstanceProperties */
     size_t properties_len;
@@ -97,7 +96,6 @@ int sw__grpc_management_start(const sw_config_t *cfg, sw__grpc_notices_t *notice
         return SW_ENOMEM;
     }
     m->notices = notices;
-    m->period_s = cfg->heartbeat_period_s ? cfg->heartbeat_period_s : 30;
     m->timeout_ms = cfg->grpc_timeout_ms ? cfg->grpc_timeout_ms : 10000;
     memcpy(m->token, cfg->authentication, sizeof m->token);
     m->token[sizeof m->token - 1] = '\0';
@@ -110,7 +108,7 @@ int sw__grpc_management_start(const sw_config_t *cfg, sw__grpc_notices_t *notice
         rc = sw__grpc_conn_create(cfg, "management", &m->conn, errbuf, errlen);
     }
     if (rc == 0) {
-        rc = sw__periodic_start("sw-grpc-mgmt", m->period_s * 1000u, SW__PERIODIC_AT_START,
+        rc = sw__periodic_start("sw-grpc-mgmt", sw__heartbeat_ms(cfg), SW__PERIODIC_AT_START,
                                 management_tick, management_interrupt, m, &m->thread);
         if (rc != 0) {
             swc__errbuf_printf(errbuf, errlen, "cannot start the gRPC management thread");

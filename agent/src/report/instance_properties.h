@@ -30,6 +30,13 @@
 
 #include "skywalking.h"
 
+/* The period of the heartbeats (properties and pings), SW_AGENT_HEARTBEAT_PERIOD, in ms; 30 s
+   for a hand-filled configuration that left it 0. */
+static inline uint32_t sw__heartbeat_ms(const sw_config_t *cfg)
+{
+    return (cfg->heartbeat_period_s != 0 ? cfg->heartbeat_period_s : 30) * 1000u;
+}
+
 /* The most "ipv4" entries reported (the rest are left out). */
 #define SW_INSTANCE_IPV4_MAX 16
 

@@ -39,7 +39,6 @@ typedef struct kafka_reporter {
     size_t properties_len;
     uint8_t *ping; /* packed InstancePingPkg */
     size_t ping_len;
-    uint32_t heartbeat_s;
     char topic_meter[TOPIC_MAX];
     int64_t buffer_total; /* buffer.memory: the pool's free bytes before the first record */
 
@@ -374,7 +373,6 @@ int sw__kafka_reporter_create(const sw_config_t *cfg, sw__report_counters_t *cou
                cfg->kafka_topic_logging, SW_KAFKA_TOPIC_LOGGING_DEFAULT);
     snprintf(r->key_register, sizeof r->key_register, "register-%s", cfg->instance_name);
     snprintf(r->key_ping, sizeof r->key_ping, "%s", cfg->instance_name);
-    r->heartbeat_s = cfg->heartbeat_period_s ? cfg->heartbeat_period_s : 30;
     int rc = sw__instance_properties_pack(cfg, &r->properties, &r->properties_len);
     if (rc == 0) {
         rc = sw__instance_ping_pack(cfg, &r->ping, &r->ping_len);
@@ -389,7 +387,7 @@ int sw__kafka_reporter_create(const sw_config_t *cfg, sw__report_counters_t *cou
     kp_stats_t st;
     kp_stats(r->producer, &st); /* nothing allocated yet: all of buffer.memory is free */
     r->buffer_total = st.pool_available;
-    rc = sw__periodic_start("sw-kafka-mgmt", r->heartbeat_s * 1000u, SW__PERIODIC_AT_START,
+    rc = sw__periodic_start("sw-kafka-mgmt", sw__heartbeat_ms(cfg), SW__PERIODIC_AT_START,
                             management_tick, management_interrupt, r, &r->management);
     if (rc != 0) {
         swc__errbuf_printf(errbuf, errlen, "cannot start the Kafka management thread");

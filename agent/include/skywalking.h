@@ -177,7 +177,11 @@ const char *sw_log_level_name(sw_log_level_t level);
  *                                       ARENA_BYTES: 32,424 B at the defaults, so the default
  *                                       cap of 5,376 blocks bounds segment memory to 174 MB.
  *                                       A sampled trace that finds no block is not recorded and
- *                                       counts as finished and dropped (see sw_stats_t).
+ *                                       counts as finished and dropped (see sw_stats_t). A
+ *                                       block is held only while its trace is open; finished
+ *                                       segments wait encoded, in 16 KiB chunks of which at
+ *                                       most cap / 4 + 64 exist (22 MiB at the defaults); a
+ *                                       segment finished at that cap counts as dropped.
  *   SW_LOG_MAX_MESSAGE_SIZE             bytes of an sw_log message kept, 16..1048576 (10240,
  *                                       the Java agent's log.max_message_size); longer text
  *                                       is cut (at a UTF-8 boundary) and counted
@@ -551,12 +555,13 @@ typedef struct sw_stats {
     uint64_t segments_finished;  /* sampled segments whose last span ended (recorded or not,
                                     see segments_dropped) */
     uint64_t segments_reported;  /* written/accepted by the reporter */
-    uint64_t segments_dropped;   /* never reached the reporter: queue full, agent stopping, or
-                                    no segment block (SW_AGENT_MAX_SEGMENTS reached or out of
+    uint64_t segments_dropped;   /* never reached the reporter: queue full, agent stopping, no
+                                    room to encode it (the chunk cap, or out of memory), or no
+                                    segment block (SW_AGENT_MAX_SEGMENTS reached or out of
                                     memory): such a trace is not recorded, its spans are no-ops,
                                     and it counts here and in segments_finished when its root
                                     span ends) */
-    uint64_t segments_failed;    /* encode or reporter errors */
+    uint64_t segments_failed;    /* reporter errors (or no memory for the consumer's batch) */
     uint64_t traces_sampled_out; /* trace starts not sampled (sampler or upstream flag 0) */
     uint64_t traces_ignored;     /* trace starts ignored by SW_AGENT_IGNORE_SUFFIX */
     uint64_t spans_limited;      /* spans not recorded because a segment hit its span limit */

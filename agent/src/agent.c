@@ -81,12 +81,20 @@ static int init_locked(const sw_config_t *cfg, char *errbuf, size_t errlen)
                            "SW_AGENT_MAX_SEGMENTS out of range");
         return SW_ECONFIG;
     }
+    sw__chunk_pool_init(&a->chunks, sw__chunk_pool_default_max(max_blocks));
+    if (sw__encoder_set_process(&a->encoder, a->config.service_name, a->config.instance_name) !=
+        0) {
+        sw__dyncfg_release();
+        swc__errbuf_printf(errbuf, errlen, "out of memory");
+        return SW_ENOMEM;
+    }
     sw__sampler_init(&a->sampler, a->config.sample_n_per_3_secs);
     atomic_store_explicit(&a->report_counters.reported, 0, memory_order_relaxed);
     atomic_store_explicit(&a->report_counters.failed, 0, memory_order_relaxed);
-    rc =
-        sw__pipeline_start(&a->config, &a->pool, &a->report_counters, &a->pipeline, errbuf, errlen);
+    rc = sw__pipeline_start(&a->config, &a->chunks, &a->report_counters, &a->pipeline, errbuf,
+                            errlen);
     if (rc != 0) {
+        sw__encoder_free(&a->encoder);
         sw__dyncfg_release();
         return rc;
     }
@@ -160,7 +168,9 @@ static int shutdown_impl(bool release_memory)
     if (release_memory) {
         sw__dyncfg_release(); /* the discovery thread stopped with the reporter */
         sw__segment_pool_destroy(&sw__agent.pool);
-        sw__context_drop_stale(&sw__tls_context); /* the caller's own blocks */
+        sw__chunk_pool_destroy(&sw__agent.chunks);
+        sw__encoder_free(&sw__agent.encoder);
+        sw__context_drop_stale(&sw__tls_context); /* the caller's own blocks and chunk */
     }
     pthread_mutex_lock(&sw__agent.registry_lock);
     sw__agent.last_run = st;
@@ -202,6 +212,11 @@ uint64_t sw__agent_blocks_allocated(void)
     return atomic_load_explicit(&sw__agent.pool.allocated, memory_order_relaxed);
 }
 
+uint64_t sw__agent_chunk_units(void)
+{
+    return atomic_load_explicit(&sw__agent.chunks.allocated, memory_order_relaxed);
+}
+
 uint64_t sw__agent_blocks_max(void)
 {
     return sw__agent.pool.max_blocks; /* written by sw_init before it publishes the run */
@@ -223,7 +238,7 @@ void sw__agent_after_fork_child(void)
         sw__agent.carrier = NULL;
         sw__agent.registry_head = NULL;
         sw__agent.run_epoch = 0;
-        atomic_init(&sw__agent.pool.free_head, NULL);
+        sw__free_list_init(&sw__agent.pool.free);
         sw__dyncfg_forget();
     }
 }

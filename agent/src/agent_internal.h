@@ -19,6 +19,10 @@ void sw__agent_after_fork_child(void);
    are never freed during the run, so this is also the number alive; never above the cap. */
 uint64_t sw__agent_blocks_allocated(void);
 
+/* Units (SW__CHUNK_BYTES) of encoded-segment chunks the current run has allocated and not freed
+   (tests: steady-state reuse; never above the chunk cap). */
+uint64_t sw__agent_chunk_units(void);
+
 /* The cap of the current (or last) run's pool: SW_AGENT_MAX_SEGMENTS or the derived value. */
 uint64_t sw__agent_blocks_max(void);
 

@@ -291,7 +291,7 @@ static void *race_getter(void *arg)
                 sw__segment_cache_put(&cache, &race_pool, held[k]); /* a "dropped" segment */
             } else {
                 pthread_mutex_lock(&handoff_lock);
-                held[k]->next = handoff_head;
+                held[k]->link.next = handoff_head != NULL ? &handoff_head->link : NULL;
                 handoff_head = held[k];
                 pthread_mutex_unlock(&handoff_lock);
             }
@@ -316,8 +316,8 @@ static void *race_pusher(void *arg)
         pthread_mutex_unlock(&handoff_lock);
         if (chain != NULL) {
             sw__segment_t *last = chain;
-            while (last->next != NULL) {
-                last = last->next;
+            while (last->link.next != NULL) {
+                last = (sw__segment_t *)(void *)last->link.next;
             }
             sw__segment_pool_push_chain(&race_pool, chain, last);
         } else if (last_round) {
@@ -350,7 +350,8 @@ Test(segment_pool, refill_and_give_back_race_loses_and_duplicates_nothing)
     cr_expect_eq(allocated, (uint64_t)blocks.n_seen, "allocated %llu, distinct blocks seen %d",
                  (unsigned long long)allocated, blocks.n_seen);
     int on_list = 0;
-    for (sw__segment_t *s = atomic_load(&race_pool.free_head); s != NULL; s = s->next) {
+    for (sw__segment_t *s = (sw__segment_t *)(void *)atomic_load(&race_pool.free.head); s != NULL;
+         s = (sw__segment_t *)(void *)s->link.next) {
         int i = block_index(s);
         cr_assert_lt(on_list, RACE_CAP, "the free list has a cycle");
         cr_expect_eq(atomic_load(&blocks.owner[i]), 0, "block %d still owned", i);
@@ -384,11 +385,11 @@ Test(segment_pool, an_idle_cache_holds_no_more_than_its_credits)
         all[i] = sw__segment_cache_get(&idle, &pool);
         cr_assert_not_null(all[i], "block %d below the cap", i);
         if (i > 0) {
-            all[i]->next = all[i - 1];
+            all[i]->link.next = &all[i - 1]->link;
         }
     }
     cr_expect_null(sw__segment_cache_get(&busy, &pool), "the cap is reached");
-    all[0]->next = NULL;
+    all[0]->link.next = NULL;
     sw__segment_pool_push_chain(&pool, all[CAP - 1], all[0]);
     /* The idle thread takes one block (and fills its cache), then stops tracing. */
     sw__segment_t *one = sw__segment_cache_get(&idle, &pool);

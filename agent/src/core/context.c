@@ -67,6 +67,10 @@ static void context_thread_exit(void *arg)
         c->segment = NULL;
         c->stash = NULL;
         sw__segment_cache_flush(&c->cache, &sw__agent.pool);
+        if (c->chunk != NULL) {
+            sw__chunk_seal(&sw__agent.chunks, c->chunk);
+            c->chunk = NULL;
+        }
     }
     pthread_mutex_unlock(&sw__agent.registry_lock);
     /* Frees what was not given back above (a finished run's blocks) and empties the context. */
@@ -84,6 +88,10 @@ void sw__context_drop_stale(sw__context_t *c)
     free(c->segment);
     free(c->stash);
     sw__segment_cache_free(&c->cache);
+    if (c->chunk != NULL) {
+        sw__chunk_seal(NULL, c->chunk); /* the run's consumer has released all its records */
+        c->chunk = NULL;
+    }
     c->segment = NULL;
     c->stash = NULL;
     c->noop_depth = 0;
@@ -99,7 +107,8 @@ bool sw__context_join(sw__context_t *c)
     if (c->epoch == e) {
         return e != 0;
     }
-    if (c->epoch != 0 || c->segment != NULL || c->stash != NULL || c->cache.head != NULL) {
+    if (c->epoch != 0 || c->segment != NULL || c->stash != NULL || c->cache.head != NULL ||
+        c->chunk != NULL) {
         sw__context_drop_stale(c);
     }
     if (e == 0) {
@@ -258,12 +267,20 @@ void sw__context_finish(sw__context_t *c)
         sw__counter_add(&c->counters.arena_truncated, seg->truncations);
     }
     sw__counter_add(&c->counters.finished, 1);
-    /* On success the carrier owns the block (its publication orders our writes before the
-       consumer's reads); on failure we still own it and reuse it. */
-    if (!dc_produce(sw__agent.carrier, seg)) {
-        sw__counter_add(&c->counters.dropped, 1);
-        sw__segment_cache_put(&c->cache, &sw__agent.pool, seg);
+    /* The segment is encoded here, while its block is in this core's cache, and the block is
+       reused by this thread's next segment; the record goes to the consumer (encode/chunk.h).
+       On success the carrier owns the record (its publication orders our writes before the
+       consumer's reads); on failure it is taken back. */
+    sw__encoded_t *rec = sw__chunk_encode(&sw__agent.chunks, &c->chunk, &sw__agent.encoder, seg);
+    if (rec != NULL && !dc_produce(sw__agent.carrier, rec)) {
+        sw__chunk_unencode(rec);
+        rec = NULL;
     }
+    if (rec == NULL) {
+        sw__counter_add(&c->counters.dropped, 1);
+    }
+    sw__chunk_after_hand_off(&sw__agent.chunks, &c->chunk);
+    sw__segment_cache_put(&c->cache, &sw__agent.pool, seg);
 }
 
 void sw__context_unrecorded_end(sw__context_t *c)

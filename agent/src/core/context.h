@@ -18,6 +18,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "../encode/chunk.h"
+#include "../report/encode.h"
 #include "../report/reporter.h"
 #include "datacarrier.h"
 #include "ids.h"
@@ -61,6 +63,7 @@ struct sw__context {
     char w3c_trace_id[33];
     char w3c_parent_id[17];
     sw__segment_cache_t cache;
+    sw__chunk_t *chunk; /* where this thread encodes its finished segments (chunk.h) */
     sw__id_state_t ids;
     /* A segment whose first span is open but off the stack, set aside between two calls of
        one request (sw__span_stash_marked, span_mark.h), and the two pointers it was set aside
@@ -98,6 +101,8 @@ typedef struct sw__pipeline sw__pipeline_t;
 typedef struct sw__agent {
     sw_config_t config; /* the ignore list lives in dynamic_config.c */
     sw__segment_pool_t pool;
+    sw__chunk_pool_t chunks;
+    sw__encoder_t encoder; /* read-only during the run: the service and instance fields */
     sw__sampler_t sampler;
     dc_carrier_t *carrier;
     sw__pipeline_t *pipeline;

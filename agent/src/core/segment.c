@@ -30,7 +30,7 @@ void sw__segment_format(sw__segment_t *seg, uint32_t span_limit, uint32_t arena_
     seg->spans = (sw__span_t *)(void *)(seg->arena + align8(arena_cap));
     seg->span_limit = span_limit;
     seg->arena_cap = (uint32_t)align8(arena_cap);
-    seg->next = NULL;
+    seg->link.next = NULL;
     sw__segment_reset(seg);
 }
 

@@ -6,9 +6,9 @@
  *
  *   [ sw__segment_t header | arena[arena_cap] | spans[span_limit] ]
  *
- * Blocks are recycled from the consumer thread, so each new segment finds its block cold (on
- * preload_bench's server, ~250 blocks are in flight between the application threads and the
- * consumer). The order keeps what a typical segment touches on few lines and pages: the
+ * A finished segment is encoded on the thread that finished it (encode/chunk.h) and its block
+ * goes back to that thread's cache, so a thread's next segment usually finds its block in the
+ * same core's cache. The order keeps what a typical segment touches on few lines and pages: the
  * header's hot fields (counts, trace and segment id) first, the strings right after the
  * header, and the attributes (which grow down from the arena's end) next to spans[0].
  *
@@ -16,10 +16,11 @@
  * (tags, logs, log fields) growing down from its end; when the two meet, strings are truncated
  * and attributes dropped, and `truncations` counts each case. Nothing in a block points outside
  * it except static strings (empty strings, and the agent's own tag literals: sw__span_tag_static
- * in context.h), so a finished block can be encoded by another thread.
+ * in context.h), so a finished block can be encoded by another thread (the one that ends a
+ * segment's last asynchronous span: instrument/span_async.h).
  *
- * Ownership: exactly one of {the pool's free list, a thread's cache, a thread's context, the
- * DataCarrier, the consumer thread} owns a block at a time; no field is shared.
+ * Ownership: exactly one of {the pool's free list, a thread's cache, a thread's context} owns a
+ * block at a time; no field is shared.
  */
 #ifndef SW_CORE_SEGMENT_H
 #define SW_CORE_SEGMENT_H
@@ -28,6 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "free_list.h"
 #include "skywalking.h"
 
 #define SW__TRACE_ID_MAX   256 /* with the NUL; longer upstream trace ids are rejected */
@@ -90,9 +92,9 @@ typedef struct sw__ref {
 
 typedef struct sw__segment sw__segment_t;
 struct sw__segment {
-    sw__segment_t *next; /* free-list / cache link, meaningful only while pooled */
-    sw__span_t *spans;   /* span_limit entries, right after the header */
-    char *arena;         /* arena_cap bytes, right after spans, 8-byte aligned */
+    sw__free_node_t link; /* free-list / cache link (first member: free_list.h) */
+    sw__span_t *spans;    /* span_limit entries, right after the header */
+    char *arena;          /* arena_cap bytes, right after spans, 8-byte aligned */
     uint32_t span_limit;
     uint32_t arena_cap;
 

@@ -38,7 +38,7 @@ int sw__segment_pool_init(sw__segment_pool_t *pool, uint32_t span_limit, uint32_
     if (credits > SW__SEGMENT_CACHE_CREDITS) {
         credits = SW__SEGMENT_CACHE_CREDITS;
     }
-    atomic_init(&pool->free_head, NULL);
+    sw__free_list_init(&pool->free);
     atomic_init(&pool->refilling, 0);
     atomic_init(&pool->cache_credits, (int64_t)credits);
     atomic_init(&pool->allocated, 0);
@@ -49,62 +49,21 @@ int sw__segment_pool_init(sw__segment_pool_t *pool, uint32_t span_limit, uint32_
     return 0;
 }
 
+/* The block whose link is `node` (its first member: free_list.h). */
+static sw__segment_t *segment_of(sw__free_node_t *node)
+{
+    return (sw__segment_t *)(void *)node;
+}
+
 void sw__segment_pool_destroy(sw__segment_pool_t *pool)
 {
-    /* acquire: partner of the pushers' release CAS, so their last writes precede free(). */
-    sw__segment_t *seg = atomic_exchange_explicit(&pool->free_head, NULL, memory_order_acquire);
-    while (seg != NULL) {
-        sw__segment_t *next = seg->next;
-        free(seg);
-        seg = next;
-    }
+    sw__free_list_free_all(&pool->free);
 }
 
 void sw__segment_pool_push_chain(sw__segment_pool_t *pool, sw__segment_t *first,
                                  sw__segment_t *last)
 {
-    sw__segment_t *head = atomic_load_explicit(&pool->free_head, memory_order_relaxed);
-    do {
-        last->next = head;
-        /* release: publishes the blocks' contents and links to the acquire exchange in
-           refill / rest_give_back / pool_destroy. A failed CAS reloads head (relaxed: we only
-           link to it, the success path republishes). */
-    } while (!atomic_compare_exchange_weak_explicit(&pool->free_head, &head, first,
-                                                    memory_order_release, memory_order_relaxed));
-}
-
-/*
- * Gives `rest` (a chain whose tail we do not know) back to the free list in O(1) when the list
- * is still empty, which it almost always is: we emptied it a few instructions ago. If someone
- * pushed meanwhile, we take what they pushed (only the pushes of that short window), walk it to
- * its tail, put `rest` behind it and try again. Each node is walked at most once per such race,
- * so the cost is O(1) amortised per push, whatever the length of the list. The CAS from NULL has
- * no ABA problem: whenever it succeeds the list is empty, and `rest` becomes all of it.
- */
-static void rest_give_back(sw__segment_pool_t *pool, sw__segment_t *rest)
-{
-    for (;;) {
-        sw__segment_t *expected = NULL;
-        /* release: republishes the blocks of `rest` (which we acquired in the refill) to the
-           next taker's acquire exchange. relaxed on failure: we only learn that it is not
-           empty and take it below. */
-        if (atomic_compare_exchange_strong_explicit(&pool->free_head, &expected, rest,
-                                                    memory_order_release, memory_order_relaxed)) {
-            return;
-        }
-        /* acquire: partner of the release CAS in push_chain (or of ours, by another taker). */
-        sw__segment_t *fresh =
-            atomic_exchange_explicit(&pool->free_head, NULL, memory_order_acquire);
-        if (fresh == NULL) {
-            continue; /* another taker emptied it first: try the empty case again */
-        }
-        sw__segment_t *tail = fresh;
-        while (tail->next != NULL) {
-            tail = tail->next;
-        }
-        tail->next = rest;
-        rest = fresh;
-    }
+    sw__free_list_push_chain(&pool->free, &first->link, &last->link);
 }
 
 /* Takes up to `want` credits from the pool's budget; returns how many it got. */
@@ -159,8 +118,8 @@ static sw__segment_t *block_allocate(sw__segment_pool_t *pool)
 static bool refill_wait(sw__segment_pool_t *pool)
 {
     for (int i = 0; i < REFILL_WAIT_SPINS; i++) {
-        /* relaxed: only a hint when to retry; the exchange that follows acquires. */
-        if (atomic_load_explicit(&pool->free_head, memory_order_relaxed) != NULL) {
+        /* only a hint when to retry; the exchange that follows acquires. */
+        if (sw__free_list_peek(&pool->free)) {
             return true;
         }
         if (atomic_load_explicit(&pool->refilling, memory_order_relaxed) == 0) {
@@ -184,13 +143,13 @@ static sw__segment_t *cache_keep(sw__segment_cache_t *cache, sw__segment_pool_t 
     }
     sw__segment_t *keep_last = list;
     uint32_t kept = 1;
-    while (kept < credits && keep_last->next != NULL) {
-        keep_last = keep_last->next;
+    while (kept < credits && keep_last->link.next != NULL) {
+        keep_last = segment_of(keep_last->link.next);
         kept++;
     }
     credits_return(pool, credits - kept);
-    sw__segment_t *rest = keep_last->next;
-    keep_last->next = NULL;
+    sw__segment_t *rest = segment_of(keep_last->link.next);
+    keep_last->link.next = NULL;
     cache->head = list;
     cache->count = kept;
     cache->credits = kept;
@@ -205,14 +164,13 @@ static __attribute__((noinline)) sw__segment_t *cache_refill(sw__segment_cache_t
     for (int round = 0;; round++) {
         /* relaxed: a hint for refill_wait, which only decides whether to look again. */
         atomic_fetch_add_explicit(&pool->refilling, 1, memory_order_relaxed);
-        /* acquire: partner of the release CAS in push_chain / rest_give_back. Taking the whole
-           list at once is what makes this ABA-free: nobody pops one node from a shared head. */
-        sw__segment_t *list =
-            atomic_exchange_explicit(&pool->free_head, NULL, memory_order_acquire);
+        /* Taking the whole list at once is what makes this ABA-free: nobody pops one node from
+           a shared head. */
+        sw__segment_t *list = segment_of(sw__free_list_take_all(&pool->free));
         if (list != NULL) {
-            sw__segment_t *rest = cache_keep(cache, pool, list->next);
+            sw__segment_t *rest = cache_keep(cache, pool, segment_of(list->link.next));
             if (rest != NULL) {
-                rest_give_back(pool, rest);
+                sw__free_list_give_back(&pool->free, &rest->link);
             }
             atomic_fetch_sub_explicit(&pool->refilling, 1, memory_order_relaxed);
             sw__segment_reset(list);
@@ -235,7 +193,7 @@ sw__segment_t *sw__segment_cache_get(sw__segment_cache_t *cache, sw__segment_poo
     if (seg == NULL) {
         return cache_refill(cache, pool);
     }
-    cache->head = seg->next;
+    cache->head = segment_of(seg->link.next);
     if (--cache->count == 0) {
         credits_return(pool, cache->credits); /* an idle thread holds no credit */
         cache->credits = 0;
@@ -250,7 +208,7 @@ void sw__segment_cache_put(sw__segment_cache_t *cache, sw__segment_pool_t *pool,
         sw__segment_pool_push_chain(pool, seg, seg);
         return;
     }
-    seg->next = cache->head;
+    seg->link.next = cache->head != NULL ? &cache->head->link : NULL;
     cache->head = seg;
     cache->count++;
 }
@@ -259,8 +217,8 @@ void sw__segment_cache_flush(sw__segment_cache_t *cache, sw__segment_pool_t *poo
 {
     if (cache->head != NULL) {
         sw__segment_t *last = cache->head;
-        while (last->next != NULL) {
-            last = last->next;
+        while (last->link.next != NULL) {
+            last = segment_of(last->link.next);
         }
         sw__segment_pool_push_chain(pool, cache->head, last);
     }
@@ -274,7 +232,7 @@ void sw__segment_cache_free(sw__segment_cache_t *cache)
 {
     sw__segment_t *seg = cache->head;
     while (seg != NULL) {
-        sw__segment_t *next = seg->next;
+        sw__segment_t *next = segment_of(seg->link.next);
         free(seg);
         seg = next;
     }

@@ -2,7 +2,7 @@
  * segment_pool.h - recycles segment blocks between application threads and the consumer
  * (internal). No allocation in steady state; no lock anywhere; a fixed cap on blocks.
  *
- * Concurrency contract (the kernel's llist.h shape, which has no ABA problem):
+ * Concurrency contract (the lock-free list of free_list.h, which has no ABA problem):
  *
  *   operation                   who                    may run concurrently with
  *   --------------------------  ---------------------  -------------------------------------
@@ -20,18 +20,18 @@
  * freed only by pool_destroy, so it is also the number ever allocated by the run). A thread
  * whose cache and the free list are empty allocates a new block only below the cap; at the cap
  * (or when malloc fails) sw__segment_cache_get returns NULL and the caller records nothing.
- * The agent derives the cap from the DataCarrier (sw__segment_pool_default_max): every block
- * is in one of
- *   - the carrier's rings             <= R = channels * ring size (rounded up to a power of 2)
- *   - the consumer's batch            <= R (it drains at most one ring's size per ring)
+ * Every block is in one of
  *   - threads building a segment      1 each, 2 with a segment set aside (span_mark.h)
  *   - per-thread caches               <= the cache credits, min(SW__SEGMENT_CACHE_CREDITS, max/4)
- *   - the free list, or in a refill's hands for a few instructions,
- * so cap = 2R + SW__SEGMENT_POOL_MARGIN leaves room for the credits plus 128 blocks held by
- * threads while the carrier and the batch are both full (past that a begin records nothing and
- * its trace counts as dropped, as at any cap). Worst-case memory: cap * block_size;
- * at the defaults (5 channels x 300 -> 512 slots, 300 spans, 16 KiB arena) that is
- * 5376 blocks x 32,424 bytes = 174 MB (166 MiB); SW_AGENT_MAX_SEGMENTS sets a smaller cap.
+ *   - the free list, or in a refill's hands for a few instructions
+ * (a finished segment is encoded by its thread and its block reused at once: encode/chunk.h),
+ * so the cap bounds the traces open at the same time. The agent's default cap
+ * (sw__segment_pool_default_max) is 2R + SW__SEGMENT_POOL_MARGIN, R = the DataCarrier's slots:
+ * the bound from when blocks also waited in the carrier and the consumer's batch, kept so that
+ * the default allows as many open traces as before. Worst-case memory: cap * block_size; at the
+ * defaults (5 channels x 300 -> 512 slots, 300 spans, 16 KiB arena) that is 5376 blocks x
+ * 32,424 bytes = 174 MB (166 MiB), reached only with that many traces open at once;
+ * SW_AGENT_MAX_SEGMENTS sets a smaller cap.
  *
  * No starvation by caches: a cache may hold a block only with a credit from the pool's fixed
  * budget (taken at refill, all returned when the cache empties or its thread exits), so idle
@@ -54,13 +54,12 @@
 #define SW__SEGMENT_POOL_MAX      (1u << 24) /* largest cap accepted */
 
 typedef struct sw__segment_pool {
-    /* Head of the free list. Pushers CAS with release (partner: the acquire exchange in
-       the refill), so a taker sees every write the pusher made to the blocks it pushed. */
-    _Atomic(sw__segment_t *) free_head;
+    /* The free blocks (free_list.h: a taker sees every write the pusher made to them). */
+    sw__free_list_t free;
     /* Threads between their refill's exchange and its give-back (a hint: relaxed). */
     _Atomic uint32_t refilling;
     /* Credits left for caches (see above). RMW with relaxed order: credits order nothing,
-       the blocks themselves are published through free_head. */
+       the blocks themselves are published through the free list. */
     _Atomic int64_t cache_credits;
     /* Blocks allocated by this run and not freed: <= max_blocks. Reserved with a relaxed CAS
        before malloc (a counter, no data published through it); read by tests and benches. */
@@ -95,7 +94,7 @@ int sw__segment_pool_init(sw__segment_pool_t *pool, uint32_t span_limit, uint32_
 /* Frees every block on the free list (not those held elsewhere). Caller: sw_shutdown. */
 void sw__segment_pool_destroy(sw__segment_pool_t *pool);
 
-/* Pushes the chain first..last (linked through ->next) onto the free list. Lock-free. */
+/* Pushes the chain first..last (linked through link.next) onto the free list. Lock-free. */
 void sw__segment_pool_push_chain(sw__segment_pool_t *pool, sw__segment_t *first,
                                  sw__segment_t *last);
 

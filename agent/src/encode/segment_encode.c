@@ -65,19 +65,13 @@ typedef struct chains {
     uint32_t *next;     /* [attr_count] */
 } chains_t;
 
-static int chains_build(sw__encoder_t *enc, const sw__segment_t *seg, chains_t *ch)
+/* Entries of a chains scratch kept on the stack; bigger segments allocate theirs. */
+enum { CHAINS_STACK = 512 };
+
+static void chains_build(uint32_t *scratch, const sw__segment_t *seg, chains_t *ch)
 {
     size_t n = seg->span_count, na = seg->attr_count;
-    size_t need = (2 * n + na + 1) * sizeof(uint32_t); /* never 0: scratch is never NULL */
-    if (enc->scratch_cap < need) {
-        void *grown = realloc(enc->scratch, need);
-        if (grown == NULL) {
-            return SW_ENOMEM;
-        }
-        enc->scratch = grown;
-        enc->scratch_cap = need;
-    }
-    ch->tag_head = enc->scratch;
+    ch->tag_head = scratch;
     ch->log_head = ch->tag_head + n;
     ch->next = ch->log_head + n;
     memset(ch->tag_head, 0xff, 2 * n * sizeof(uint32_t));
@@ -91,7 +85,6 @@ static int chains_build(sw__encoder_t *enc, const sw__segment_t *seg, chains_t *
         ch->next[i] = *head;
         *head = i;
     }
-    return 0;
 }
 
 static void kv_write(sw__pbr_t *w, unsigned field, const sw__attr_t *a)
@@ -222,25 +215,48 @@ int sw__encoder_set_process(sw__encoder_t *enc, const char *service, const char 
     return 0;
 }
 
-int sw__encode_segment(sw__encoder_t *enc, const sw__segment_t *seg, sw__bytes_t *out, size_t *at)
+size_t sw__encode_room_guess(const sw__encoder_t *enc, const sw__segment_t *seg)
 {
-    chains_t ch;
-    if (chains_build(enc, seg, &ch) != 0) {
+    return room_guess(seg,
+                      strlen(seg->trace_id) + strlen(seg->segment_id) + enc->process_fields_len);
+}
+
+int sw__encode_segment_room(const sw__encoder_t *enc, const sw__segment_t *seg, uint8_t *start,
+                            uint8_t *end, uint8_t **first)
+{
+    uint32_t local[CHAINS_STACK];
+    size_t need = 2 * (size_t)seg->span_count + seg->attr_count;
+    uint32_t *scratch = need <= CHAINS_STACK ? local : malloc(need * sizeof(uint32_t));
+    if (scratch == NULL) {
         return SW_ENOMEM;
     }
-    size_t trace_id_len = strlen(seg->trace_id), segment_id_len = strlen(seg->segment_id);
-    size_t fixed = trace_id_len + segment_id_len + enc->process_fields_len;
-    for (size_t room = room_guess(seg, fixed);; room *= 2) {
+    chains_t ch;
+    chains_build(scratch, seg, &ch);
+    sw__pbr_t w = {start, end, false};
+    segment_write(&w, enc, seg, &ch, strlen(seg->trace_id), strlen(seg->segment_id));
+    if (scratch != local) {
+        free(scratch);
+    }
+    *first = w.p;
+    return w.overflow ? SW_ELIMIT : 0;
+}
+
+int sw__encode_segment(const sw__encoder_t *enc, const sw__segment_t *seg, sw__bytes_t *out,
+                       size_t *at)
+{
+    for (size_t room = sw__encode_room_guess(enc, seg);; room *= 2) {
         if (sw__bytes_reserve(out, room) != 0) {
             return SW_ENOMEM;
         }
-        uint8_t *base = out->data + out->len;
-        sw__pbr_t w = {base, base + room, false};
-        segment_write(&w, enc, seg, &ch, trace_id_len, segment_id_len);
-        if (!w.overflow) {
+        uint8_t *base = out->data + out->len, *first;
+        int rc = sw__encode_segment_room(enc, seg, base, base + room, &first);
+        if (rc == SW_ENOMEM) {
+            return rc;
+        }
+        if (rc == 0) {
             /* The bytes stay where the backward writer put them, at the end of the room: no
                move; the unused start of the room is skipped. */
-            *at = (size_t)(w.p - out->data);
+            *at = (size_t)(first - out->data);
             out->len += room;
             return 0;
         }

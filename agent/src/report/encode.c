@@ -1,5 +1,5 @@
 /*
- * encode.c - the growable byte buffer and the encoder's scratch. The SegmentObject writer itself
+ * encode.c - the growable byte buffer and freeing the encoder. The SegmentObject writer itself
  * is agent/src/encode/segment_encode.c.
  */
 #include "encode.h"
@@ -36,9 +36,6 @@ void sw__bytes_free(sw__bytes_t *b)
 
 void sw__encoder_free(sw__encoder_t *enc)
 {
-    free(enc->scratch);
-    enc->scratch = NULL;
-    enc->scratch_cap = 0;
     free(enc->process_fields);
     enc->process_fields = NULL;
     enc->process_fields_len = 0;

@@ -1,7 +1,8 @@
 /*
  * encode.h - a finished segment as SkyWalking v3 SegmentObject bytes (internal). Written
  * directly (agent/src/encode/segment_encode.c), byte for byte what protobuf-c would pack.
- * Runs on a consumer thread; reuses its scratch memory, so it allocates only while growing.
+ * Runs on the thread that finished the segment (encode/chunk.h); allocates only for segments
+ * with more than a few hundred spans and attributes (their per-span scratch).
  */
 #ifndef SW_REPORT_ENCODE_H
 #define SW_REPORT_ENCODE_H
@@ -22,9 +23,8 @@ typedef struct sw__bytes {
 int sw__bytes_reserve(sw__bytes_t *b, size_t more);
 void sw__bytes_free(sw__bytes_t *b);
 
+/* What every segment of the process carries; set once by sw_init, then only read (any thread). */
 typedef struct sw__encoder {
-    void *scratch; /* per-span attribute chains of one segment */
-    size_t scratch_cap;
     uint8_t *process_fields; /* the service and instance fields, encoded once */
     size_t process_fields_len;
 } sw__encoder_t;
@@ -38,9 +38,19 @@ int sw__encoder_set_process(sw__encoder_t *enc, const char *service, const char 
 /*
  * Appends the packed SegmentObject of `seg` to `out`: its bytes are out->data[*at .. out->len)
  * (after the call; the bytes between the old out->len and *at are unused and unspecified).
- * Returns 0 or SW_ENOMEM (out unchanged). One thread per encoder.
+ * Returns 0 or SW_ENOMEM (out unchanged). Any thread.
  */
-int sw__encode_segment(sw__encoder_t *enc, const sw__segment_t *seg, sw__bytes_t *out, size_t *at);
+int sw__encode_segment(const sw__encoder_t *enc, const sw__segment_t *seg, sw__bytes_t *out,
+                       size_t *at);
+
+/* Room that fits seg in most cases (a guess: sw__encode_segment_room checks). */
+size_t sw__encode_room_guess(const sw__encoder_t *enc, const sw__segment_t *seg);
+
+/* Encodes seg backwards into [start, end): *first is its first byte, the last is end - 1.
+   Returns 0, SW_ELIMIT (does not fit; the room holds garbage) or SW_ENOMEM. Any thread; the
+   encoder is only read. */
+int sw__encode_segment_room(const sw__encoder_t *enc, const sw__segment_t *seg, uint8_t *start,
+                            uint8_t *end, uint8_t **first);
 
 void sw__encoder_free(sw__encoder_t *enc);
 

@@ -1,5 +1,5 @@
 /*
- * pipeline.c - the DataCarrier consumer: encode, recycle, report.
+ * pipeline.c - the DataCarrier consumer: report the encoded segments, release their chunks.
  */
 #include "pipeline.h"
 
@@ -19,12 +19,10 @@ struct sw__pipeline {
     dc_carrier_t *carrier;
     sw__reporter_t *reporter;
     sw__report_counters_t *counters; /* owned by the agent: outlive the pipeline */
-    sw__segment_pool_t *pool;
+    sw__chunk_pool_t *chunks;
     sw__meter_report_t *meters; /* NULL: no meters (file reporter, interval 0) */
 
     /* Consumer thread only (and sw__pipeline_stop after it was joined). */
-    sw__encoder_t encoder;
-    sw__bytes_t out;
     sw__report_record_t *records;
     size_t records_cap;
 };
@@ -65,95 +63,62 @@ bool sw__report_records_reserve(sw__report_record_t **records, size_t *cap, size
     return true;
 }
 
-/* Encodes one segment plus its id (the Kafka key) into p->out; records offsets in rec. */
-static bool segment_encode(sw__pipeline_t *p, const sw__segment_t *seg, sw__report_record_t *rec)
-{
-    size_t start = p->out.len, at;
-    if (sw__encode_segment(&p->encoder, seg, &p->out, &at) != 0) {
-        return false;
-    }
-    size_t id_len = strlen(seg->segment_id);
-    if (sw__bytes_reserve(&p->out, id_len + 1) != 0) {
-        p->out.len = start;
-        return false;
-    }
-    size_t id_at = p->out.len;
-    memcpy(p->out.data + id_at, seg->segment_id, id_len + 1);
-    p->out.len += id_len + 1;
-    /* Offsets for now: p->out may still move while later segments are encoded. */
-    rec->data = (const uint8_t *)(uintptr_t)at;
-    rec->len = id_at - at;
-    rec->segment_id = (const char *)(uintptr_t)id_at;
-    return true;
-}
-
 /*
- * The consumer reads each segment block on another core than the one that wrote it, so every
- * line it touches is a transfer between caches. Asking for them a few segments ahead overlaps
- * those transfers with the encoding of the segments before: the header's first lines (its
- * counts and pointers) four segments ahead, then, once those are here, the lines a typical
- * segment's encoding reads (ids, the first strings, the last attributes, the first span) two
- * segments ahead. Hints only: nothing depends on them.
+ * The records were written on other cores. Asking for a record's first lines a few records
+ * ahead overlaps those transfers with the reporting of the records before (hints only).
  */
-enum { PREFETCH_HEADER_AHEAD = 4, PREFETCH_BODY_AHEAD = 2 };
+enum { PREFETCH_AHEAD = 4 };
 
-static void prefetch_header(const sw__segment_t *seg)
+static void record_prefetch(const sw__encoded_t *rec)
 {
-    __builtin_prefetch(seg);
-    __builtin_prefetch((const char *)seg + 64);
+    __builtin_prefetch(rec);
+    __builtin_prefetch((const char *)rec + 64);
+    __builtin_prefetch((const char *)rec + 128);
 }
 
-static void prefetch_body(const sw__segment_t *seg)
+/* Gives every record back to its chunk: one release per run of records of one chunk (a
+   thread's records are consecutive in its ring). */
+static void records_release(sw__pipeline_t *p, void **items, size_t count)
 {
-    __builtin_prefetch(seg->segment_id);
-    __builtin_prefetch(seg->trace_id);
-    __builtin_prefetch(seg->arena);
-    __builtin_prefetch(seg->arena + seg->arena_cap - 64);
-    __builtin_prefetch(seg->arena + seg->arena_cap - 128);
-    __builtin_prefetch(seg->spans);
+    sw__chunk_t *chunk = NULL;
+    uint64_t run = 0;
+    for (size_t i = 0; i < count; i++) {
+        sw__chunk_t *c = ((const sw__encoded_t *)items[i])->chunk;
+        if (c != chunk) {
+            if (chunk != NULL) {
+                sw__chunk_release(p->chunks, chunk, run);
+            }
+            chunk = c;
+            run = 0;
+        }
+        run++;
+    }
+    if (chunk != NULL) {
+        sw__chunk_release(p->chunks, chunk, run);
+    }
 }
 
 static void pipeline_consume(void *ctx, void **items, size_t count)
 {
     sw__pipeline_t *p = ctx;
-    p->out.len = 0;
-    bool room = sw__report_records_reserve(&p->records, &p->records_cap, count);
-    size_t n = 0;
-    uint64_t failed = 0;
-    sw__segment_t *first = NULL, *last = NULL;
-    for (size_t i = 0; i < count; i++) {
-        if (i + PREFETCH_HEADER_AHEAD < count) {
-            prefetch_header(items[i + PREFETCH_HEADER_AHEAD]);
+    if (!sw__report_records_reserve(&p->records, &p->records_cap, count)) {
+        /* release: see reporter.h */
+        atomic_fetch_add_explicit(&p->counters->failed, count, memory_order_release);
+    } else {
+        for (size_t i = 0; i < count; i++) {
+            if (i + PREFETCH_AHEAD < count) {
+                record_prefetch(items[i + PREFETCH_AHEAD]);
+            }
+            const sw__encoded_t *rec = items[i];
+            p->records[i].data = rec->data;
+            p->records[i].len = rec->len;
+            p->records[i].segment_id = rec->segment_id;
         }
-        if (i + PREFETCH_BODY_AHEAD < count) {
-            prefetch_body(items[i + PREFETCH_BODY_AHEAD]);
-        }
-        sw__segment_t *seg = items[i];
-        if (room && segment_encode(p, seg, &p->records[n])) {
-            n++;
-        } else {
-            failed++;
-        }
-        seg->next = first;
-        first = seg;
-        if (last == NULL) {
-            last = seg;
-        }
+        /* The records point into the chunks, which stay until the release below (a reporter
+           copies what must outlive report(): reporter.h). */
+        p->reporter->report(p->reporter, p->records, count);
     }
-    /* The blocks go back before the report, so producers can reuse them while we write. */
-    if (first != NULL) {
-        sw__segment_pool_push_chain(p->pool, first, last);
-    }
-    for (size_t i = 0; i < n; i++) {
-        p->records[i].data = p->out.data + (uintptr_t)p->records[i].data;
-        p->records[i].segment_id = (const char *)p->out.data + (uintptr_t)p->records[i].segment_id;
-    }
-    if (failed != 0) { /* release: see reporter.h */
-        atomic_fetch_add_explicit(&p->counters->failed, failed, memory_order_release);
-    }
-    if (n != 0) {
-        p->reporter->report(p->reporter, p->records, n);
-    }
+    records_release(p, items, count);
 }
 
 static void pipeline_on_exit(void *ctx)
@@ -162,7 +127,7 @@ static void pipeline_on_exit(void *ctx)
     (void)p->reporter->flush(p->reporter);
 }
 
-int sw__pipeline_start(const sw_config_t *cfg, sw__segment_pool_t *pool,
+int sw__pipeline_start(const sw_config_t *cfg, sw__chunk_pool_t *chunks,
                        sw__report_counters_t *counters, sw__pipeline_t **out, char *errbuf,
                        size_t errlen)
 {
@@ -170,15 +135,10 @@ int sw__pipeline_start(const sw_config_t *cfg, sw__segment_pool_t *pool,
     if (p == NULL) {
         return SW_ENOMEM;
     }
-    p->pool = pool;
+    p->chunks = chunks;
     p->counters = counters;
-    if (sw__encoder_set_process(&p->encoder, cfg->service_name, cfg->instance_name) != 0) {
-        free(p);
-        return SW_ENOMEM;
-    }
     int rc = reporter_open(cfg, counters, &p->reporter, errbuf, errlen);
     if (rc != 0) {
-        sw__encoder_free(&p->encoder);
         free(p);
         return rc;
     }
@@ -190,7 +150,6 @@ int sw__pipeline_start(const sw_config_t *cfg, sw__segment_pool_t *pool,
                            &p->carrier, errbuf, errlen);
     if (rc != DC_OK) {
         p->reporter->close(p->reporter);
-        sw__encoder_free(&p->encoder);
         free(p);
         return rc == DC_ENOMEM ? SW_ENOMEM : SW_ECONFIG;
     }
@@ -199,7 +158,6 @@ int sw__pipeline_start(const sw_config_t *cfg, sw__segment_pool_t *pool,
         swc__errbuf_printf(errbuf, errlen, "cannot start the consumer thread: %s", dc_strerror(rc));
         dc_carrier_destroy(p->carrier);
         p->reporter->close(p->reporter);
-        sw__encoder_free(&p->encoder);
         free(p);
         return rc == DC_ETHREAD ? SW_ETHREAD : SW_ENOMEM;
     }
@@ -266,8 +224,6 @@ void sw__pipeline_stop(sw__pipeline_t *p)
 {
     sw__pipeline_drain(p);
     dc_carrier_destroy(p->carrier);
-    sw__encoder_free(&p->encoder);
-    sw__bytes_free(&p->out);
     free(p->records);
     free(p);
 }

@@ -1,10 +1,11 @@
 /*
  * pipeline.h - finished segments from application threads to a reporter (internal):
  *
- *   app thread: dc_produce(segment) --DataCarrier (IF_POSSIBLE)--> consumer thread:
- *       encode each segment (SegmentObject), return the blocks to the pool, report the batch.
+ *   app thread: encode the finished segment into its chunk (encode/chunk.h), then
+ *       dc_produce(record) --DataCarrier (IF_POSSIBLE)--> consumer thread:
+ *       report the batch of records, then release them to their chunks.
  *
- * One consumer thread (SkyWalking's default); its encoder and buffers are private to it.
+ * One consumer thread (SkyWalking's default); its record array is private to it.
  */
 #ifndef SW_REPORT_PIPELINE_H
 #define SW_REPORT_PIPELINE_H
@@ -12,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../core/segment_pool.h"
+#include "../encode/chunk.h"
 #include "reporter.h"
 #include "datacarrier.h"
 #include "skywalking.h"
@@ -20,12 +21,13 @@
 typedef struct sw__pipeline sw__pipeline_t;
 
 /*
- * Opens the configured reporter, creates the carrier and starts the consumer. `cfg`, `pool` and
- * `counters` (where the reporter counts outcomes) must outlive the pipeline. Returns 0, SW_EIO,
+ * Opens the configured reporter, creates the carrier and starts the consumer. `cfg`, `chunks`
+ * (where the records come from) and `counters` (where the reporter counts outcomes) must
+ * outlive the pipeline. Returns 0, SW_EIO,
  * SW_ENOTSUP, SW_ENOMEM, SW_ETHREAD or SW_ECONFIG with a message in errbuf; nothing is left running
  * on error.
  */
-int sw__pipeline_start(const sw_config_t *cfg, sw__segment_pool_t *pool,
+int sw__pipeline_start(const sw_config_t *cfg, sw__chunk_pool_t *chunks,
                        sw__report_counters_t *counters, sw__pipeline_t **out, char *errbuf,
                        size_t errlen);
 

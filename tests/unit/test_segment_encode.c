@@ -232,6 +232,50 @@ Test(segment_encode, varint_boundaries)
     sw__encoder_free(&enc);
 }
 
+/* Every room smaller than the encoding is refused (SW_ELIMIT) without a byte written outside
+   it; every room at least as large gives the same bytes. Guards the writer's room checks, which
+   are made once per group of fields. */
+Test(segment_encode, every_short_room_is_refused_without_writing_outside_it)
+{
+    sw__encoder_t enc = {0};
+    cr_assert_eq(sw__encoder_set_process(&enc, "orders", "orders-1"), 0);
+    sw__segment_t *seg = segment_new(300, 8192);
+    ids_set(seg, "trace.1.17000000001230001", "segment.1.17000000001230002");
+    span_add(seg, -1, "GET /orders", "gateway:80")->component_id = 49;
+    span_add(seg, 0, "SELECT", "db:5432")->is_error = 1;
+    tag_add(seg, 1, "db.statement", "SELECT * FROM orders WHERE id = $1");
+    log_add(seg, 0, 1700000000200, 2);
+    ref_add(seg, 0, 0, 3);
+    sw__ids_len_t ids = sw__ids_len(seg);
+    sw__bytes_t whole = {0};
+    size_t at;
+    cr_assert_eq(sw__encode_segment(&enc, seg, &whole, &at), 0);
+    size_t exact = whole.len - at;
+    enum { GUARD = 64 };
+    uint8_t *buf = malloc(exact + 2 * GUARD + 16);
+    cr_assert_not_null(buf);
+    for (size_t room = 0; room <= exact + 16; room++) {
+        memset(buf, 0xa5, room + 2 * GUARD);
+        uint8_t *start = buf + GUARD, *end = start + room, *first = NULL;
+        int rc = sw__encode_segment_room(&enc, seg, &ids, start, end, &first);
+        for (size_t i = 0; i < GUARD; i++) {
+            cr_assert_eq(buf[i], 0xa5, "room %zu: byte %zu before the room written", room, i);
+            cr_assert_eq(end[i], 0xa5, "room %zu: byte %zu after the room written", room, i);
+        }
+        if (room < exact) {
+            cr_assert_eq(rc, SW_ELIMIT, "room %zu of %zu needed: %d", room, exact, rc);
+        } else {
+            cr_assert_eq(rc, 0, "room %zu of %zu needed: %d", room, exact, rc);
+            cr_assert_eq((size_t)(end - first), exact);
+            cr_assert_eq(memcmp(first, whole.data + at, exact), 0, "room %zu: other bytes", room);
+        }
+    }
+    free(buf);
+    sw__bytes_free(&whole);
+    free(seg);
+    sw__encoder_free(&enc);
+}
+
 /* A string outside the arena (the room guess does not count it): the writer must notice it is
    short and retry with more room, never write out of bounds. */
 Test(segment_encode, string_outside_the_arena_grows_the_room)

@@ -41,8 +41,8 @@ static inline void sw__free_list_push_chain(sw__free_list_t *list, sw__free_node
         /* release: publishes the blocks' contents and links to the acquire exchange in
            sw__free_list_take_all. A failed CAS reloads head (relaxed: we only link to it, the
            success path republishes). */
-    } while (!atomic_compare_exchange_weak_explicit(&list->head, &head, first,
-                                                    memory_order_release, memory_order_relaxed));
+    } while (!atomic_compare_exchange_weak_explicit(&list->head, &head, first, memory_order_release,
+                                                    memory_order_relaxed));
 }
 
 /* Takes every block (NULL: none). Any thread. */

@@ -10,7 +10,7 @@
 #include "skywalking.h"
 
 /* Record header and the alignment of each record in a chunk. */
-#define RECORD_ALIGN ((size_t)_Alignof(sw__encoded_t))
+#define RECORD_ALIGN ((size_t) _Alignof(sw__encoded_t))
 
 uint64_t sw__chunk_pool_default_max(uint64_t max_blocks)
 {
@@ -160,10 +160,10 @@ static sw__chunk_t *chunk_get(sw__chunk_pool_t *pool, size_t need)
 sw__encoded_t *sw__chunk_encode(sw__chunk_pool_t *pool, sw__chunk_t **current,
                                 const sw__encoder_t *enc, const sw__segment_t *seg)
 {
-    size_t id_len = strlen(seg->segment_id);
+    sw__ids_len_t ids = sw__ids_len(seg);
     size_t header = sizeof(sw__encoded_t) + RECORD_ALIGN; /* with its alignment */
-    for (size_t room = sw__encode_room_guess(enc, seg);; room *= 2) {
-        size_t need = header + room + id_len + 1 + RECORD_ALIGN;
+    for (size_t room = sw__encode_room_guess(enc, seg, &ids);; room *= 2) {
+        size_t need = header + room + ids.segment_id + 1 + RECORD_ALIGN;
         sw__chunk_t *c = *current;
         if (c == NULL || c->cap - c->used < need) {
             sw__chunk_t *fresh = chunk_get(pool, need);
@@ -177,7 +177,7 @@ sw__encoded_t *sw__chunk_encode(sw__chunk_pool_t *pool, sw__chunk_t **current,
         }
         uint8_t *end = c->data + c->used + header + room;
         uint8_t *first;
-        int rc = sw__encode_segment_room(enc, seg, end - room, end, &first);
+        int rc = sw__encode_segment_room(enc, seg, &ids, end - room, end, &first);
         if (rc == SW_ENOMEM) {
             return NULL;
         }
@@ -191,8 +191,8 @@ sw__encoded_t *sw__chunk_encode(sw__chunk_pool_t *pool, sw__chunk_t **current,
         rec->len = (uint32_t)(end - first);
         rec->segment_id = (const char *)end;
         rec->room_at = (uint32_t)c->used;
-        memcpy(end, seg->segment_id, id_len + 1);
-        size_t used = (size_t)(end - c->data) + id_len + 1;
+        memcpy(end, seg->segment_id, ids.segment_id + 1);
+        size_t used = (size_t)(end - c->data) + ids.segment_id + 1;
         c->used = (used + RECORD_ALIGN - 1) & ~(RECORD_ALIGN - 1);
         c->handed++;
         return rec;

@@ -136,6 +136,70 @@ static inline void sw__pbr_raw(sw__pbr_t *w, const uint8_t *data, size_t n)
     }
 }
 
+/*
+ * Unchecked writers, for a group of fields whose room the caller checked ONCE with
+ * sw__pbr_room(w, bound) (skipping the group when it failed). Bounds per field: a varint field
+ * (int32, int64, enum, a length prefix with its key) at most SW__PBR_VARINT_FIELD_MAX bytes, a
+ * bool 2, a string of n bytes n + SW__PBR_VARINT_FIELD_MAX (n < 2^32: its length takes <= 5).
+ * Same bytes as the checked writers above.
+ */
+#define SW__PBR_VARINT_FIELD_MAX 11
+
+static inline void sw__pbr_varint_u(sw__pbr_t *w, uint64_t v)
+{
+    if (v < 0x80) {
+        *--w->p = (uint8_t)v;
+        return;
+    }
+    w->p -= sw__pb_varint_len(v);
+    uint8_t *o = w->p;
+    for (; v >= 0x80; v >>= 7) {
+        *o++ = (uint8_t)(v | 0x80);
+    }
+    *o = (uint8_t)v;
+}
+
+static inline void sw__pbr_int32_u(sw__pbr_t *w, unsigned field, int32_t v)
+{
+    if (v != 0) {
+        sw__pbr_varint_u(w, (uint64_t)(int64_t)v);
+        *--w->p = (uint8_t)(field << 3 | SW__PB_VARINT);
+    }
+}
+
+static inline void sw__pbr_int64_u(sw__pbr_t *w, unsigned field, int64_t v)
+{
+    if (v != 0) {
+        sw__pbr_varint_u(w, (uint64_t)v);
+        *--w->p = (uint8_t)(field << 3 | SW__PB_VARINT);
+    }
+}
+
+static inline void sw__pbr_bool_u(sw__pbr_t *w, unsigned field, bool v)
+{
+    if (v) {
+        *--w->p = 1;
+        *--w->p = (uint8_t)(field << 3 | SW__PB_VARINT);
+    }
+}
+
+/* A string field of exactly n bytes; n == 0 (the default) is not written. */
+static inline void sw__pbr_string_u(sw__pbr_t *w, unsigned field, const char *s, size_t n)
+{
+    if (n != 0) {
+        w->p -= n;
+        memcpy(w->p, s, n);
+        sw__pbr_varint_u(w, n);
+        *--w->p = (uint8_t)(field << 3 | SW__PB_LEN);
+    }
+}
+
+/* The length a string field writes: n when known (non-zero), else measured; NULL is 0. */
+static inline size_t sw__pb_string_len(const char *s, size_t n)
+{
+    return n != 0 ? n : s != NULL ? strlen(s) : 0;
+}
+
 /* Where a nested message ends: take it before writing its fields, close it after. */
 static inline uint8_t *sw__pbr_mark(const sw__pbr_t *w)
 {
@@ -147,6 +211,13 @@ static inline void sw__pbr_close(sw__pbr_t *w, unsigned field, const uint8_t *ma
 {
     sw__pbr_varint(w, (uint64_t)(mark - w->p));
     sw__pbr_key(w, field, SW__PB_LEN);
+}
+
+/* sw__pbr_close inside a checked group (SW__PBR_VARINT_FIELD_MAX bytes of its bound). */
+static inline void sw__pbr_close_u(sw__pbr_t *w, unsigned field, const uint8_t *mark)
+{
+    sw__pbr_varint_u(w, (uint64_t)(mark - w->p));
+    *--w->p = (uint8_t)(field << 3 | SW__PB_LEN);
 }
 
 #endif /* SW_ENCODE_PB_REVERSE_H */

@@ -87,12 +87,20 @@ static void chains_build(uint32_t *scratch, const sw__segment_t *seg, chains_t *
     }
 }
 
+enum { FIELD = SW__PBR_VARINT_FIELD_MAX };
+
+/* A KeyStringValuePair: one room check for the whole message. */
 static void kv_write(sw__pbr_t *w, unsigned field, const sw__attr_t *a)
 {
+    size_t value_len = sw__pb_string_len(a->value, a->value_len);
+    size_t key_len = sw__pb_string_len(a->key, a->key_len);
+    if (!sw__pbr_room(w, value_len + key_len + 3 * FIELD)) {
+        return;
+    }
     uint8_t *mark = sw__pbr_mark(w);
-    sw__pbr_string_n(w, KV_VALUE, a->value, a->value_len);
-    sw__pbr_string_n(w, KV_KEY, a->key, a->key_len);
-    sw__pbr_close(w, field, mark);
+    sw__pbr_string_u(w, KV_VALUE, a->value, value_len);
+    sw__pbr_string_u(w, KV_KEY, a->key, key_len);
+    sw__pbr_close_u(w, field, mark);
 }
 
 /* The log at attribute index `at`: its fields are the LOG_KV records right after it. */
@@ -128,6 +136,11 @@ static void ref_write(sw__pbr_t *w, const sw__ref_t *r)
     sw__pbr_close(w, SPAN_REFS, mark);
 }
 
+/*
+ * A SpanObject. Its fixed fields are written in two groups with one room check each (the
+ * tags, logs and references between them check their own); a failed check stops the writer
+ * (overflow), as any failed put does.
+ */
 static void span_write(sw__pbr_t *w, const sw__segment_t *seg, const chains_t *ch, uint32_t id)
 {
     const sw__span_t *sp = &seg->spans[id];
@@ -139,22 +152,30 @@ static void span_write(sw__pbr_t *w, const sw__segment_t *seg, const chains_t *c
     for (uint32_t i = ch->tag_head[id]; i != NONE; i = ch->next[i]) {
         kv_write(w, SPAN_TAGS, sw__segment_attr(seg, i));
     }
-    sw__pbr_bool(w, SPAN_ERROR, sp->is_error != 0);
-    sw__pbr_int32(w, SPAN_COMPONENT, sp->component_id);
-    sw__pbr_int32(w, SPAN_LAYER, sp->layer);
-    sw__pbr_int32(w, SPAN_TYPE, sp->type);
-    sw__pbr_string_n(w, SPAN_PEER, sp->peer, sp->peer_len);
-    sw__pbr_string_n(w, SPAN_OP, sp->operation, sp->operation_len);
+    size_t peer_len = sw__pb_string_len(sp->peer, sp->peer_len);
+    size_t op_len = sw__pb_string_len(sp->operation, sp->operation_len);
+    if (!sw__pbr_room(w, peer_len + op_len + 6 * FIELD)) {
+        return;
+    }
+    sw__pbr_bool_u(w, SPAN_ERROR, sp->is_error != 0);
+    sw__pbr_int32_u(w, SPAN_COMPONENT, sp->component_id);
+    sw__pbr_int32_u(w, SPAN_LAYER, sp->layer);
+    sw__pbr_int32_u(w, SPAN_TYPE, sp->type);
+    sw__pbr_string_u(w, SPAN_PEER, sp->peer, peer_len);
+    sw__pbr_string_u(w, SPAN_OP, sp->operation, op_len);
     for (uint32_t r = seg->ref_count; r-- > 0;) {
         if (seg->refs[r].span_id == id) {
             ref_write(w, &seg->refs[r]);
         }
     }
-    sw__pbr_int64(w, SPAN_END, sp->end_ms);
-    sw__pbr_int64(w, SPAN_START, sp->start_ms);
-    sw__pbr_int32(w, SPAN_PARENT, sp->parent_id);
-    sw__pbr_int32(w, SPAN_ID, (int32_t)id);
-    sw__pbr_close(w, SEGMENT_SPANS, mark);
+    if (!sw__pbr_room(w, 5 * FIELD)) {
+        return;
+    }
+    sw__pbr_int64_u(w, SPAN_END, sp->end_ms);
+    sw__pbr_int64_u(w, SPAN_START, sp->start_ms);
+    sw__pbr_int32_u(w, SPAN_PARENT, sp->parent_id);
+    sw__pbr_int32_u(w, SPAN_ID, (int32_t)id);
+    sw__pbr_close_u(w, SEGMENT_SPANS, mark);
 }
 
 static void segment_write(sw__pbr_t *w, const sw__encoder_t *enc, const sw__segment_t *seg,
@@ -215,14 +236,14 @@ int sw__encoder_set_process(sw__encoder_t *enc, const char *service, const char 
     return 0;
 }
 
-size_t sw__encode_room_guess(const sw__encoder_t *enc, const sw__segment_t *seg)
+size_t sw__encode_room_guess(const sw__encoder_t *enc, const sw__segment_t *seg,
+                             const sw__ids_len_t *ids)
 {
-    return room_guess(seg,
-                      strlen(seg->trace_id) + strlen(seg->segment_id) + enc->process_fields_len);
+    return room_guess(seg, ids->trace_id + ids->segment_id + enc->process_fields_len);
 }
 
-int sw__encode_segment_room(const sw__encoder_t *enc, const sw__segment_t *seg, uint8_t *start,
-                            uint8_t *end, uint8_t **first)
+int sw__encode_segment_room(const sw__encoder_t *enc, const sw__segment_t *seg,
+                            const sw__ids_len_t *ids, uint8_t *start, uint8_t *end, uint8_t **first)
 {
     uint32_t local[CHAINS_STACK];
     size_t need = 2 * (size_t)seg->span_count + seg->attr_count;
@@ -233,7 +254,7 @@ int sw__encode_segment_room(const sw__encoder_t *enc, const sw__segment_t *seg, 
     chains_t ch;
     chains_build(scratch, seg, &ch);
     sw__pbr_t w = {start, end, false};
-    segment_write(&w, enc, seg, &ch, strlen(seg->trace_id), strlen(seg->segment_id));
+    segment_write(&w, enc, seg, &ch, ids->trace_id, ids->segment_id);
     if (scratch != local) {
         free(scratch);
     }
@@ -244,12 +265,13 @@ int sw__encode_segment_room(const sw__encoder_t *enc, const sw__segment_t *seg, 
 int sw__encode_segment(const sw__encoder_t *enc, const sw__segment_t *seg, sw__bytes_t *out,
                        size_t *at)
 {
-    for (size_t room = sw__encode_room_guess(enc, seg);; room *= 2) {
+    sw__ids_len_t ids = sw__ids_len(seg);
+    for (size_t room = sw__encode_room_guess(enc, seg, &ids);; room *= 2) {
         if (sw__bytes_reserve(out, room) != 0) {
             return SW_ENOMEM;
         }
         uint8_t *base = out->data + out->len, *first;
-        int rc = sw__encode_segment_room(enc, seg, base, base + room, &first);
+        int rc = sw__encode_segment_room(enc, seg, &ids, base, base + room, &first);
         if (rc == SW_ENOMEM) {
             return rc;
         }

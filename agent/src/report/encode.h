@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "../core/segment.h"
 
@@ -43,14 +44,27 @@ int sw__encoder_set_process(sw__encoder_t *enc, const char *service, const char 
 int sw__encode_segment(const sw__encoder_t *enc, const sw__segment_t *seg, sw__bytes_t *out,
                        size_t *at);
 
+/* The lengths of a segment's two ids, measured once per encoding. */
+typedef struct sw__ids_len {
+    size_t trace_id;
+    size_t segment_id;
+} sw__ids_len_t;
+
+static inline sw__ids_len_t sw__ids_len(const sw__segment_t *seg)
+{
+    return (sw__ids_len_t){strlen(seg->trace_id), strlen(seg->segment_id)};
+}
+
 /* Room that fits seg in most cases (a guess: sw__encode_segment_room checks). */
-size_t sw__encode_room_guess(const sw__encoder_t *enc, const sw__segment_t *seg);
+size_t sw__encode_room_guess(const sw__encoder_t *enc, const sw__segment_t *seg,
+                             const sw__ids_len_t *ids);
 
 /* Encodes seg backwards into [start, end): *first is its first byte, the last is end - 1.
    Returns 0, SW_ELIMIT (does not fit; the room holds garbage) or SW_ENOMEM. Any thread; the
    encoder is only read. */
-int sw__encode_segment_room(const sw__encoder_t *enc, const sw__segment_t *seg, uint8_t *start,
-                            uint8_t *end, uint8_t **first);
+int sw__encode_segment_room(const sw__encoder_t *enc, const sw__segment_t *seg,
+                            const sw__ids_len_t *ids, uint8_t *start, uint8_t *end,
+                            uint8_t **first);
 
 void sw__encoder_free(sw__encoder_t *enc);
 

@@ -178,10 +178,12 @@ const char *sw_log_level_name(sw_log_level_t level);
  *                                       cap of 5,376 blocks bounds segment memory to 174 MB.
  *                                       A sampled trace that finds no block is not recorded and
  *                                       counts as finished and dropped (see sw_stats_t). A
- *                                       block is held only while its trace is open; finished
- *                                       segments wait encoded, in 16 KiB chunks of which at
- *                                       most cap / 4 + 64 exist (22 MiB at the defaults); a
- *                                       segment finished at that cap counts as dropped.
+ *                                       block is held while its trace is open, and after that
+ *                                       only by a segment of more than 16 spans waiting for
+ *                                       the reporter; smaller finished segments wait encoded,
+ *                                       in 16 KiB chunks of which at most cap / 4 + 64 exist
+ *                                       (22 MiB at the defaults); a segment finished at that
+ *                                       cap counts as dropped.
  *   SW_LOG_MAX_MESSAGE_SIZE             bytes of an sw_log message kept, 16..1048576 (10240,
  *                                       the Java agent's log.max_message_size); longer text
  *                                       is cut (at a UTF-8 boundary) and counted

@@ -91,8 +91,8 @@ static int init_locked(const sw_config_t *cfg, char *errbuf, size_t errlen)
     sw__sampler_init(&a->sampler, a->config.sample_n_per_3_secs);
     atomic_store_explicit(&a->report_counters.reported, 0, memory_order_relaxed);
     atomic_store_explicit(&a->report_counters.failed, 0, memory_order_relaxed);
-    rc = sw__pipeline_start(&a->config, &a->chunks, &a->report_counters, &a->pipeline, errbuf,
-                            errlen);
+    rc = sw__pipeline_start(&a->config, &a->chunks, &a->pool, &a->encoder, &a->report_counters,
+                            &a->pipeline, errbuf, errlen);
     if (rc != 0) {
         sw__encoder_free(&a->encoder);
         sw__dyncfg_release();

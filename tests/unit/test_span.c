@@ -8,6 +8,7 @@
 
 #include "agent_internal.h"
 #include "core/ids.h"
+#include "report/segment_item.h"
 #include "test_agent_support.h"
 #include "test_util.h"
 
@@ -66,6 +67,58 @@ Test(span, tree_shape_and_segment_boundaries)
     }
     cr_expect_str_neq(d.items[0]->traceid, d.items[1]->traceid, "a new trace per segment");
     cr_expect_str_neq(d.items[0]->traceid, d.items[0]->tracesegmentid);
+    agent_test_free(&d);
+}
+
+/* Segments up to SW__THREAD_ENCODE_MAX_SPANS spans are encoded by their thread, bigger ones by
+   the consumer (report/segment_item.h): interleaved, both kinds arrive whole, in the file the
+   reporter wrote, with their spans, tags, ids and the service. */
+Test(span, segments_on_both_sides_of_the_thread_encode_limit_arrive_whole)
+{
+    const char *path = agent_test_path();
+    agent_test_start(path, NULL);
+    const int sizes[] = {1, SW__THREAD_ENCODE_MAX_SPANS, SW__THREAD_ENCODE_MAX_SPANS + 1, 100, 3};
+    enum { KINDS = sizeof sizes / sizeof sizes[0], ROUNDS = 20 };
+    for (int round = 0; round < ROUNDS; round++) {
+        for (int k = 0; k < KINDS; k++) {
+            char op[32];
+            snprintf(op, sizeof op, "size-%d", sizes[k]);
+            sw_entry_span_begin(op, NULL);
+            sw_span_tag("round", round % 2 ? "odd" : "even");
+            for (int i = 1; i < sizes[k]; i++) {
+                sw_local_span_begin("child");
+                sw_span_end();
+            }
+            sw_span_end();
+        }
+    }
+    sw_stats_t st = agent_test_stop();
+    cr_expect_eq(st.segments_reported, KINDS * ROUNDS);
+    decoded_segments_t d = agent_test_read(path);
+    cr_assert_eq(d.count, KINDS * ROUNDS);
+    int seen[KINDS] = {0};
+    for (size_t s = 0; s < d.count; s++) {
+        Skywalking__V3__SegmentObject *m = d.items[s];
+        int size = -1;
+        cr_assert_eq(sscanf(m->spans[0]->operationname, "size-%d", &size), 1);
+        cr_assert_eq((int)m->n_spans, size, "%s has %zu spans", m->spans[0]->operationname,
+                     m->n_spans);
+        cr_assert_eq(m->spans[0]->n_tags, 1);
+        cr_expect_str_eq(m->spans[0]->tags[0]->key, "round");
+        cr_expect_neq(m->tracesegmentid[0], '\0');
+        cr_expect_neq(m->traceid[0], '\0');
+        cr_expect_neq(m->service[0], '\0');
+        for (int i = 1; i < size; i++) {
+            cr_assert_str_eq(m->spans[i]->operationname, "child");
+            cr_assert_eq(m->spans[i]->parentspanid, 0);
+        }
+        for (int k = 0; k < KINDS; k++) {
+            seen[k] += sizes[k] == size;
+        }
+    }
+    for (int k = 0; k < KINDS; k++) {
+        cr_expect_eq(seen[k], ROUNDS, "%d segments of %d spans", seen[k], sizes[k]);
+    }
     agent_test_free(&d);
 }
 

@@ -9,6 +9,7 @@
 
 #include "../propagation/sw8.h"
 #include "../propagation/traceparent.h"
+#include "../report/segment_item.h"
 #include "clock.h"
 #include "dynamic_config.h"
 
@@ -267,10 +268,19 @@ void sw__context_finish(sw__context_t *c)
         sw__counter_add(&c->counters.arena_truncated, seg->truncations);
     }
     sw__counter_add(&c->counters.finished, 1);
-    /* The segment is encoded here, while its block is in this core's cache, and the block is
-       reused by this thread's next segment; the record goes to the consumer (encode/chunk.h).
-       On success the carrier owns the record (its publication orders our writes before the
-       consumer's reads); on failure it is taken back. */
+    /* A big segment goes to the consumer as its block (report/segment_item.h). On success the
+       carrier owns it (its publication orders our writes before the consumer's reads); on
+       failure we still own it and reuse it. */
+    if (seg->span_count > SW__THREAD_ENCODE_MAX_SPANS) {
+        if (!dc_produce(sw__agent.carrier, sw__item_of_block(seg))) {
+            sw__counter_add(&c->counters.dropped, 1);
+            sw__segment_cache_put(&c->cache, &sw__agent.pool, seg);
+        }
+        return;
+    }
+    /* Otherwise it is encoded here, while its block is in this core's cache, and the block is
+       reused by this thread's next segment; the record goes to the consumer (encode/chunk.h),
+       or is taken back when the carrier refuses it. */
     sw__encoded_t *rec = sw__chunk_encode(&sw__agent.chunks, &c->chunk, &sw__agent.encoder, seg);
     if (rec != NULL && !dc_produce(sw__agent.carrier, rec)) {
         sw__chunk_unencode(rec);

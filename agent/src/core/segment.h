@@ -6,10 +6,11 @@
  *
  *   [ sw__segment_t header | arena[arena_cap] | spans[span_limit] ]
  *
- * A finished segment is encoded on the thread that finished it (encode/chunk.h) and its block
- * goes back to that thread's cache, so a thread's next segment usually finds its block in the
- * same core's cache. The order keeps what a typical segment touches on few lines and pages: the
- * header's hot fields (counts, trace and segment id) first, the strings right after the
+ * A finished segment of up to 16 spans is encoded on the thread that finished it
+ * (encode/chunk.h) and its block goes back to that thread's cache, so a thread's next segment
+ * usually finds its block in the same core's cache; a bigger one goes to the consumer as its
+ * block (report/segment_item.h). The order keeps what a typical segment touches on few lines and
+ * pages: the header's hot fields (counts, trace and segment id) first, the strings right after the
  * header, and the attributes (which grow down from the arena's end) next to spans[0].
  *
  * The arena holds NUL-terminated strings growing up from its start and attribute records
@@ -19,8 +20,8 @@
  * in context.h), so a finished block can be encoded by another thread (the one that ends a
  * segment's last asynchronous span: instrument/span_async.h).
  *
- * Ownership: exactly one of {the pool's free list, a thread's cache, a thread's context} owns a
- * block at a time; no field is shared.
+ * Ownership: exactly one of {the pool's free list, a thread's cache, a thread's context, the
+ * DataCarrier, the consumer thread} owns a block at a time; no field is shared.
  */
 #ifndef SW_CORE_SEGMENT_H
 #define SW_CORE_SEGMENT_H

@@ -24,11 +24,13 @@
  *   - threads building a segment      1 each, 2 with a segment set aside (span_mark.h)
  *   - per-thread caches               <= the cache credits, min(SW__SEGMENT_CACHE_CREDITS, max/4)
  *   - the free list, or in a refill's hands for a few instructions
- * (a finished segment is encoded by its thread and its block reused at once: encode/chunk.h),
- * so the cap bounds the traces open at the same time. The agent's default cap
- * (sw__segment_pool_default_max) is 2R + SW__SEGMENT_POOL_MARGIN, R = the DataCarrier's slots:
- * the bound from when blocks also waited in the carrier and the consumer's batch, kept so that
- * the default allows as many open traces as before. Worst-case memory: cap * block_size; at the
+ *   - only for segments of more than 16 spans (report/segment_item.h; smaller ones are encoded
+ *     by their thread and the block reused at once): the carrier's rings (<= R = channels *
+ *     ring size, rounded up to a power of 2) and the consumer's batch (<= R),
+ * so the cap bounds the traces open at the same time plus the big segments waiting. The
+ * agent's default cap (sw__segment_pool_default_max) is 2R + SW__SEGMENT_POOL_MARGIN, R = the
+ * DataCarrier's slots: room for a full carrier and batch of big segments plus the credits and
+ * 128 blocks held by threads. Worst-case memory: cap * block_size; at the
  * defaults (5 channels x 300 -> 512 slots, 300 spans, 16 KiB arena) that is 5376 blocks x
  * 32,424 bytes = 174 MB (166 MiB), reached only with that many traces open at once;
  * SW_AGENT_MAX_SEGMENTS sets a smaller cap.

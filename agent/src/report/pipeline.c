@@ -13,6 +13,7 @@
 #include "meter_report.h"
 #include "log_report.h"
 #include "reporter.h"
+#include "segment_item.h"
 #include "swc_errbuf.h"
 
 struct sw__pipeline {
@@ -20,9 +21,12 @@ struct sw__pipeline {
     sw__reporter_t *reporter;
     sw__report_counters_t *counters; /* owned by the agent: outlive the pipeline */
     sw__chunk_pool_t *chunks;
+    sw__segment_pool_t *pool;
+    const sw__encoder_t *encoder;
     sw__meter_report_t *meters; /* NULL: no meters (file reporter, interval 0) */
 
     /* Consumer thread only (and sw__pipeline_stop after it was joined). */
+    sw__bytes_t out; /* the big segments of a batch, encoded here */
     sw__report_record_t *records;
     size_t records_cap;
 };
@@ -63,26 +67,52 @@ bool sw__report_records_reserve(sw__report_record_t **records, size_t *cap, size
     return true;
 }
 
+/* Encodes a big segment's block plus its id (the Kafka key) into p->out; the record gets
+   offsets for now (p->out may still move while later blocks are encoded). */
+static bool block_encode(sw__pipeline_t *p, const sw__segment_t *seg, sw__report_record_t *rec)
+{
+    size_t start = p->out.len, at;
+    if (sw__encode_segment(p->encoder, seg, &p->out, &at) != 0) {
+        return false;
+    }
+    size_t id_len = strlen(seg->segment_id);
+    if (sw__bytes_reserve(&p->out, id_len + 1) != 0) {
+        p->out.len = start;
+        return false;
+    }
+    size_t id_at = p->out.len;
+    memcpy(p->out.data + id_at, seg->segment_id, id_len + 1);
+    p->out.len += id_len + 1;
+    rec->data = (const uint8_t *)(uintptr_t)at;
+    rec->len = id_at - at;
+    rec->segment_id = (const char *)(uintptr_t)id_at;
+    return true;
+}
+
 /*
- * The records were written on other cores. Asking for a record's first lines a few records
- * ahead overlaps those transfers with the reporting of the records before (hints only).
+ * The items were written on other cores. Asking for an item's first lines a few items ahead
+ * overlaps those transfers with the work on the ones before (hints only).
  */
 enum { PREFETCH_AHEAD = 4 };
 
-static void record_prefetch(const sw__encoded_t *rec)
+static void item_prefetch(void *item)
 {
-    __builtin_prefetch(rec);
-    __builtin_prefetch((const char *)rec + 64);
-    __builtin_prefetch((const char *)rec + 128);
+    const char *at = sw__item_block(item) != NULL ? (const char *)sw__item_block(item) : item;
+    __builtin_prefetch(at);
+    __builtin_prefetch(at + 64);
+    __builtin_prefetch(at + 128);
 }
 
-/* Gives every record back to its chunk: one release per run of records of one chunk (a
-   thread's records are consecutive in its ring). */
+/* Gives every encoded record back to its chunk: one release per run of records of one chunk
+   (a thread's records are consecutive in its ring). Blocks are skipped. */
 static void records_release(sw__pipeline_t *p, void **items, size_t count)
 {
     sw__chunk_t *chunk = NULL;
     uint64_t run = 0;
     for (size_t i = 0; i < count; i++) {
+        if (sw__item_block(items[i]) != NULL) {
+            continue;
+        }
         sw__chunk_t *c = ((const sw__encoded_t *)items[i])->chunk;
         if (c != chunk) {
             if (chunk != NULL) {
@@ -98,25 +128,75 @@ static void records_release(sw__pipeline_t *p, void **items, size_t count)
     }
 }
 
+/*
+ * Builds the batch's report records: an encoded record's point into its chunk (from the front
+ * of p->records), a block is encoded into p->out (its records from the back, with offsets until
+ * every block is encoded), and the blocks go back to the pool before the report. Returns the
+ * number of records, compacted to the front; counts what could not be encoded as failed.
+ */
+static size_t records_build(sw__pipeline_t *p, void **items, size_t count)
+{
+    p->out.len = 0;
+    size_t front = 0, back = count; /* records [0, front) and [back, count) */
+    uint64_t failed = 0;
+    sw__segment_t *first = NULL, *last = NULL;
+    for (size_t i = 0; i < count; i++) {
+        if (i + PREFETCH_AHEAD < count) {
+            item_prefetch(items[i + PREFETCH_AHEAD]);
+        }
+        sw__segment_t *seg = sw__item_block(items[i]);
+        if (seg == NULL) {
+            const sw__encoded_t *rec = items[i];
+            p->records[front++] = (sw__report_record_t){rec->segment_id, rec->data, rec->len};
+            continue;
+        }
+        if (block_encode(p, seg, &p->records[back - 1])) {
+            back--;
+        } else {
+            failed++;
+        }
+        seg->link.next = first != NULL ? &first->link : NULL;
+        first = seg;
+        if (last == NULL) {
+            last = seg;
+        }
+    }
+    /* The blocks go back before the report, so producers can reuse them while we write. */
+    if (first != NULL) {
+        sw__segment_pool_push_chain(p->pool, first, last);
+    }
+    for (size_t k = back; k < count; k++) {
+        sw__report_record_t *r = &p->records[k];
+        r->data = p->out.data + (uintptr_t)r->data;
+        r->segment_id = (const char *)p->out.data + (uintptr_t)r->segment_id;
+        p->records[front++] = *r;
+    }
+    if (failed != 0) { /* release: see reporter.h */
+        atomic_fetch_add_explicit(&p->counters->failed, failed, memory_order_release);
+    }
+    return front;
+}
+
 static void pipeline_consume(void *ctx, void **items, size_t count)
 {
     sw__pipeline_t *p = ctx;
     if (!sw__report_records_reserve(&p->records, &p->records_cap, count)) {
-        /* release: see reporter.h */
+        /* Nothing can be reported: every item counts as failed; blocks go back, records are
+           released below. */
         atomic_fetch_add_explicit(&p->counters->failed, count, memory_order_release);
-    } else {
         for (size_t i = 0; i < count; i++) {
-            if (i + PREFETCH_AHEAD < count) {
-                record_prefetch(items[i + PREFETCH_AHEAD]);
+            sw__segment_t *seg = sw__item_block(items[i]);
+            if (seg != NULL) {
+                sw__segment_pool_push_chain(p->pool, seg, seg);
             }
-            const sw__encoded_t *rec = items[i];
-            p->records[i].data = rec->data;
-            p->records[i].len = rec->len;
-            p->records[i].segment_id = rec->segment_id;
         }
-        /* The records point into the chunks, which stay until the release below (a reporter
-           copies what must outlive report(): reporter.h). */
-        p->reporter->report(p->reporter, p->records, count);
+    } else {
+        size_t n = records_build(p, items, count);
+        /* Encoded records point into their chunks, which stay until the release below (a
+           reporter copies what must outlive report(): reporter.h). */
+        if (n != 0) {
+            p->reporter->report(p->reporter, p->records, n);
+        }
     }
     records_release(p, items, count);
 }
@@ -127,15 +207,17 @@ static void pipeline_on_exit(void *ctx)
     (void)p->reporter->flush(p->reporter);
 }
 
-int sw__pipeline_start(const sw_config_t *cfg, sw__chunk_pool_t *chunks,
-                       sw__report_counters_t *counters, sw__pipeline_t **out, char *errbuf,
-                       size_t errlen)
+int sw__pipeline_start(const sw_config_t *cfg, sw__chunk_pool_t *chunks, sw__segment_pool_t *pool,
+                       const sw__encoder_t *encoder, sw__report_counters_t *counters,
+                       sw__pipeline_t **out, char *errbuf, size_t errlen)
 {
     sw__pipeline_t *p = calloc(1, sizeof *p);
     if (p == NULL) {
         return SW_ENOMEM;
     }
     p->chunks = chunks;
+    p->pool = pool;
+    p->encoder = encoder;
     p->counters = counters;
     int rc = reporter_open(cfg, counters, &p->reporter, errbuf, errlen);
     if (rc != 0) {
@@ -224,6 +306,7 @@ void sw__pipeline_stop(sw__pipeline_t *p)
 {
     sw__pipeline_drain(p);
     dc_carrier_destroy(p->carrier);
+    sw__bytes_free(&p->out);
     free(p->records);
     free(p);
 }

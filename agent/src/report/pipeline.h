@@ -4,8 +4,10 @@
  *   app thread: encode the finished segment into its chunk (encode/chunk.h), then
  *       dc_produce(record) --DataCarrier (IF_POSSIBLE)--> consumer thread:
  *       report the batch of records, then release them to their chunks.
+ *   (A segment of more than SW__THREAD_ENCODE_MAX_SPANS spans travels as its block and the
+ *   consumer encodes it, then returns the block to the pool: segment_item.h.)
  *
- * One consumer thread (SkyWalking's default); its record array is private to it.
+ * One consumer thread (SkyWalking's default); its buffers are private to it.
  */
 #ifndef SW_REPORT_PIPELINE_H
 #define SW_REPORT_PIPELINE_H
@@ -13,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../core/segment_pool.h"
 #include "../encode/chunk.h"
 #include "reporter.h"
 #include "datacarrier.h"
@@ -22,14 +25,14 @@ typedef struct sw__pipeline sw__pipeline_t;
 
 /*
  * Opens the configured reporter, creates the carrier and starts the consumer. `cfg`, `chunks`
- * (where the records come from) and `counters` (where the reporter counts outcomes) must
- * outlive the pipeline. Returns 0, SW_EIO,
+ * (where the records come from), `pool` (where big segments' blocks go back), `encoder` and
+ * `counters` (where the reporter counts outcomes) must outlive the pipeline. Returns 0, SW_EIO,
  * SW_ENOTSUP, SW_ENOMEM, SW_ETHREAD or SW_ECONFIG with a message in errbuf; nothing is left running
  * on error.
  */
-int sw__pipeline_start(const sw_config_t *cfg, sw__chunk_pool_t *chunks,
-                       sw__report_counters_t *counters, sw__pipeline_t **out, char *errbuf,
-                       size_t errlen);
+int sw__pipeline_start(const sw_config_t *cfg, sw__chunk_pool_t *chunks, sw__segment_pool_t *pool,
+                       const sw__encoder_t *encoder, sw__report_counters_t *counters,
+                       sw__pipeline_t **out, char *errbuf, size_t errlen);
 
 /* Slots of the segment DataCarrier: channels x ring size, each ring rounded up to a power of
    two and at least 2, as dc_carrier_create does (datacarrier.h). Pure. */

@@ -239,6 +239,7 @@ void sw__agent_after_fork_child(void)
         sw__agent.registry_head = NULL;
         sw__agent.run_epoch = 0;
         sw__free_list_init(&sw__agent.pool.free);
+        sw__free_list_init(&sw__agent.chunks.free);
         sw__dyncfg_forget();
     }
 }

@@ -184,16 +184,25 @@ static int send_with_headers(kp_producer_t *p, const char *topic, int32_t partit
                              const kp_header_t *headers, size_t n_headers, int64_t timestamp,
                              kp_delivery_cb_t cb, void *opaque);
 
-/* The last step of kp_send: leaves the in_send count; during kp_close, wakes it. */
+/*
+ * The last step of kp_send: leaves the in_send count, and never touches the producer after
+ * that, since kp_close frees it as soon as it sees the count at 0. During a close the count is
+ * decremented under done_lock with a broadcast (wait_senders_gone checks it under the same
+ * lock, so it cannot free the producer before the unlock). A caller that still saw RUNNING
+ * only decrements: a close that began meanwhile notices within wait_senders_gone's poll.
+ * (Decrementing first and locking after, as before, let kp_close free the lock in between.)
+ */
 static void send_leave(kp_producer_t *p)
 {
     /* seq_cst: partner of the seq_cst store of `state` in kp_close (see in_send). */
-    atomic_fetch_sub_explicit(&p->in_send, 1, memory_order_seq_cst);
-    if (atomic_load_explicit(&p->state, memory_order_seq_cst) != KP__RUNNING) {
-        pthread_mutex_lock(&p->done_lock);
-        pthread_cond_broadcast(&p->done_cond); /* partner: wait_senders_gone in kp_close */
-        pthread_mutex_unlock(&p->done_lock);
+    if (atomic_load_explicit(&p->state, memory_order_seq_cst) == KP__RUNNING) {
+        atomic_fetch_sub_explicit(&p->in_send, 1, memory_order_seq_cst);
+        return;
     }
+    pthread_mutex_lock(&p->done_lock);
+    atomic_fetch_sub_explicit(&p->in_send, 1, memory_order_seq_cst);
+    pthread_cond_broadcast(&p->done_cond); /* partner: wait_senders_gone in kp_close */
+    pthread_mutex_unlock(&p->done_lock);
 }
 
 int kp_send(kp_producer_t *p, const char *topic, int32_t partition, const void *key, size_t key_len,
@@ -301,13 +310,15 @@ static int wait_pending(kp_producer_t *p, int timeout_ms)
 }
 
 /* Waits until no thread is inside kp_send. They leave promptly once kp_close has begun: every
- * wait in kp_send (metadata, buffer memory) is woken with KP_ECLOSED. */
+ * wait in kp_send (metadata, buffer memory) is woken with KP_ECLOSED. Re-checks every
+ * millisecond besides the broadcasts: a caller that saw RUNNING on its way out leaves without
+ * one (send_leave). */
 static void wait_senders_gone(kp_producer_t *p)
 {
     pthread_mutex_lock(&p->done_lock);
     /* seq_cst: partner of the seq_cst updates in kp_send (see in_send). */
     while (atomic_load_explicit(&p->in_send, memory_order_seq_cst) > 0) {
-        pthread_cond_wait(&p->done_cond, &p->done_lock);
+        (void)swc__cond_wait_until(&p->done_cond, &p->done_lock, swc__deadline_after_ms(1));
     }
     pthread_mutex_unlock(&p->done_lock);
 }

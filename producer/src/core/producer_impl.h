@@ -52,7 +52,8 @@ struct kp_producer {
      * under done_lock until it is 0, so that no caller is left inside when the producer is
      * freed. seq_cst on all four makes the store/load pairs a Dekker handshake: either the
      * caller sees CLOSING, or kp_close sees it counted. A caller that sees state != RUNNING
-     * on the way out broadcasts done_cond under done_lock. */
+     * on the way out decrements under done_lock and broadcasts done_cond; one that sees RUNNING
+     * only decrements, and kp_close's wait re-checks every millisecond (send_leave). */
     atomic_int in_send;
     /* Records accepted and not yet reported; decremented by the sender after the callbacks.
      * Read under done_lock by waiters; the sender broadcasts done_cond under done_lock when it

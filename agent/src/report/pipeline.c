@@ -97,7 +97,8 @@ enum { PREFETCH_AHEAD = 4 };
 
 static void item_prefetch(void *item)
 {
-    const char *at = sw__item_block(item) != NULL ? (const char *)sw__item_block(item) : item;
+    const sw__segment_t *seg = sw__item_block(item);
+    const char *at = seg != NULL ? (const char *)seg : item;
     __builtin_prefetch(at);
     __builtin_prefetch(at + 64);
     __builtin_prefetch(at + 128);
@@ -128,18 +129,37 @@ static void records_release(sw__pipeline_t *p, void **items, size_t count)
     }
 }
 
+/* Gives the batch's blocks back to the pool as one chain. */
+static void blocks_return(sw__pipeline_t *p, void **items, size_t count)
+{
+    sw__segment_t *first = NULL, *last = NULL;
+    for (size_t i = 0; i < count; i++) {
+        sw__segment_t *seg = sw__item_block(items[i]);
+        if (seg == NULL) {
+            continue;
+        }
+        seg->link.next = first != NULL ? &first->link : NULL;
+        first = seg;
+        if (last == NULL) {
+            last = seg;
+        }
+    }
+    if (first != NULL) {
+        sw__segment_pool_push_chain(p->pool, first, last);
+    }
+}
+
 /*
  * Builds the batch's report records: an encoded record's point into its chunk (from the front
  * of p->records), a block is encoded into p->out (its records from the back, with offsets until
- * every block is encoded), and the blocks go back to the pool before the report. Returns the
- * number of records, compacted to the front; counts what could not be encoded as failed.
+ * every block is encoded). Returns the number of records, compacted to the front; counts what
+ * could not be encoded as failed.
  */
 static size_t records_build(sw__pipeline_t *p, void **items, size_t count)
 {
     p->out.len = 0;
     size_t front = 0, back = count; /* records [0, front) and [back, count) */
     uint64_t failed = 0;
-    sw__segment_t *first = NULL, *last = NULL;
     for (size_t i = 0; i < count; i++) {
         if (i + PREFETCH_AHEAD < count) {
             item_prefetch(items[i + PREFETCH_AHEAD]);
@@ -155,15 +175,6 @@ static size_t records_build(sw__pipeline_t *p, void **items, size_t count)
         } else {
             failed++;
         }
-        seg->link.next = first != NULL ? &first->link : NULL;
-        first = seg;
-        if (last == NULL) {
-            last = seg;
-        }
-    }
-    /* The blocks go back before the report, so producers can reuse them while we write. */
-    if (first != NULL) {
-        sw__segment_pool_push_chain(p->pool, first, last);
     }
     for (size_t k = back; k < count; k++) {
         sw__report_record_t *r = &p->records[k];
@@ -180,23 +191,17 @@ static size_t records_build(sw__pipeline_t *p, void **items, size_t count)
 static void pipeline_consume(void *ctx, void **items, size_t count)
 {
     sw__pipeline_t *p = ctx;
-    if (!sw__report_records_reserve(&p->records, &p->records_cap, count)) {
-        /* Nothing can be reported: every item counts as failed; blocks go back, records are
-           released below. */
+    bool room = sw__report_records_reserve(&p->records, &p->records_cap, count);
+    size_t n = room ? records_build(p, items, count) : 0;
+    if (!room) { /* nothing can be reported: every item counts as failed (release: reporter.h) */
         atomic_fetch_add_explicit(&p->counters->failed, count, memory_order_release);
-        for (size_t i = 0; i < count; i++) {
-            sw__segment_t *seg = sw__item_block(items[i]);
-            if (seg != NULL) {
-                sw__segment_pool_push_chain(p->pool, seg, seg);
-            }
-        }
-    } else {
-        size_t n = records_build(p, items, count);
-        /* Encoded records point into their chunks, which stay until the release below (a
-           reporter copies what must outlive report(): reporter.h). */
-        if (n != 0) {
-            p->reporter->report(p->reporter, p->records, n);
-        }
+    }
+    /* The blocks go back before the report, so producers can reuse them while we write. */
+    blocks_return(p, items, count);
+    /* Encoded records point into their chunks, which stay until the release below (a reporter
+       copies what must outlive report(): reporter.h). */
+    if (n != 0) {
+        p->reporter->report(p->reporter, p->records, n);
     }
     records_release(p, items, count);
 }

@@ -263,6 +263,7 @@ void sw__context_finish(sw__context_t *c)
     if (seg->async_open != 0) {
         return; /* parked: the last asynchronous span's end reports it (span_async.c) */
     }
+    sw__segment_prefetch_used(seg);
     sw__context_ids(c, seg);
     if (seg->truncations != 0) {
         sw__counter_add(&c->counters.arena_truncated, seg->truncations);

@@ -31,6 +31,7 @@
 #include <stdint.h>
 
 #include "free_list.h"
+#include "prefetch.h"
 #include "skywalking.h"
 
 #define SW__TRACE_ID_MAX   256 /* with the NUL; longer upstream trace ids are rejected */
@@ -159,6 +160,32 @@ static inline const sw__attr_t *sw__segment_attr(const sw__segment_t *seg, uint3
 {
     const sw__attr_t *end = (const sw__attr_t *)(const void *)(seg->arena + seg->arena_cap);
     return end - 1 - i;
+}
+
+/* Before a fresh segment is written (prefetch.h): the fields sw__segment_reset and the first
+   span write, the first strings and the first attributes (at the arena's end). */
+static inline void sw__segment_prefetch_fresh(const sw__segment_t *seg)
+{
+    sw__prefetch_write(seg, SW__LINE);
+    sw__prefetch_write(seg->trace_id, SW__LINE);
+    sw__prefetch_write(seg->segment_id, SW__LINE);
+    sw__prefetch_write(&seg->correlation.count, sizeof seg->correlation.count);
+    sw__prefetch_write(&seg->tracestate, sizeof seg->tracestate);
+    sw__prefetch_write(seg->spans, sizeof(sw__span_t));
+    sw__prefetch_write(seg->arena, SW__LINE);
+    sw__prefetch_write(seg->arena + seg->arena_cap - 3 * sizeof(sw__attr_t),
+                       3 * sizeof(sw__attr_t));
+}
+
+/* Before a finished segment is read to be encoded (prefetch.h): its ids, spans, strings and
+   attributes. */
+static inline void sw__segment_prefetch_used(const sw__segment_t *seg)
+{
+    sw__prefetch_read(seg, (size_t)(seg->segment_id + SW__SEGMENT_ID_MAX - (const char *)seg));
+    sw__prefetch_read(seg->spans, seg->span_count * sizeof(sw__span_t));
+    sw__prefetch_read(seg->arena, seg->arena_used);
+    size_t attrs = seg->attr_count * sizeof(sw__attr_t);
+    sw__prefetch_read(seg->arena + seg->arena_cap - attrs, attrs);
 }
 
 #endif /* SW_CORE_SEGMENT_H */

@@ -198,6 +198,7 @@ sw__segment_t *sw__segment_cache_get(sw__segment_cache_t *cache, sw__segment_poo
         credits_return(pool, cache->credits); /* an idle thread holds no credit */
         cache->credits = 0;
     }
+    sw__segment_prefetch_fresh(seg);
     sw__segment_reset(seg);
     return seg;
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/prefetch.h"
 #include "skywalking.h"
 
 /* Record header and the alignment of each record in a chunk. */
@@ -176,6 +177,11 @@ sw__encoded_t *sw__chunk_encode(sw__chunk_pool_t *pool, sw__chunk_t **current,
             *current = c = fresh;
         }
         uint8_t *end = c->data + c->used + header + room;
+        /* The lines the record will take were last read by the consumer's core: asked for
+           together, with the intent to write, and the process fields the encoder copies
+           (core/prefetch.h). */
+        sw__prefetch_write(c->data + c->used, need);
+        sw__prefetch_read(enc->process_fields, enc->process_fields_len);
         uint8_t *first;
         int rc = sw__encode_segment_room(enc, seg, &ids, end - room, end, &first);
         if (rc == SW_ENOMEM) {

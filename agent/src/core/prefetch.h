@@ -1,0 +1,38 @@
+/*
+ * prefetch.h - asking for cache lines before they are touched (internal).
+ *
+ * Why: a traced call runs its own work (system calls, a database server on the same core)
+ * between a span's begin and its end, and that evicts the lines the agent touched at begin.
+ * Touched one after another, each line is a miss that waits for the previous one (a segment's
+ * end read its block and wrote its record through ~15 misses, ~1 us on a 2-vCPU KVM guest).
+ * Asked for together, the misses overlap. A prefetch is a hint: it never faults, on any address.
+ */
+#ifndef SW_CORE_PREFETCH_H
+#define SW_CORE_PREFETCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum { SW__LINE = 64 };
+
+/* Asks for every line that holds a byte of [from, from + len) for reading. The addresses are
+   made as integers: the first line may begin before the object. */
+static inline void sw__prefetch_read(const void *from, size_t len)
+{
+    uintptr_t end = (uintptr_t)from + len;
+    for (uintptr_t at = (uintptr_t)from & ~(uintptr_t)(SW__LINE - 1); at < end; at += SW__LINE) {
+        __builtin_prefetch((const void *)at, 0, 3);
+    }
+}
+
+/* The same with the intent to write them: no second request to take the lines from another
+   core's cache when the write comes. */
+static inline void sw__prefetch_write(const void *from, size_t len)
+{
+    uintptr_t end = (uintptr_t)from + len;
+    for (uintptr_t at = (uintptr_t)from & ~(uintptr_t)(SW__LINE - 1); at < end; at += SW__LINE) {
+        __builtin_prefetch((const void *)at, 1, 3);
+    }
+}
+
+#endif /* SW_CORE_PREFETCH_H */

@@ -28,19 +28,21 @@
  * lets items gather for at most one nap, so each wake handles a batch; under a burst the
  * half-full rule wakes it at once; after a quiet nap the next item wakes it immediately.
  *
- * Why NAP_MAX_MS = 5: on a 2-vCPU machine serving ~45k traced HTTP requests/s (preload_bench's
- * server), each wake of the consumer costs it several microseconds of CPU (switching back in,
- * the futex return: about a quarter of its samples with a 1 ms nap). 1 ms meant 0.018-0.021
- * wakes per request, 5 ms 0.005-0.008, and the consumer's CPU per request fell from a median
- * of ~0.75 us to ~0.5 us (perf stat --per-thread, 4 interleaved pairs). A longer nap is worse in
- * total: at 20 ms (~1000 blocks in flight, 32 MB) the application threads found the recycled
- * segment blocks cold, and the agent's own code on them went from ~0.45 to ~0.8 us per request
- * (perf samples), more than the consumer saved. Items wait at most ~5 ms (plus consume's time);
+ * Why NAP_MAX_MS = 20 (the agent's consume cycle, and the Java DataCarrier's default
+ * consumeCycle): each wake costs the consumer several microseconds of CPU (switching back in,
+ * the futex return), and each wake's batch is one write for a reporter that writes per batch.
+ * On a 2-vCPU KVM guest with the file reporter (plugins_bench: one segment per PQexec), 5 ms
+ * naps made batches of ~60 segments (~20 KB) whose write(2) cost the consumer ~1 us per segment;
+ * 20 ms naps made batches of ~290 and ~0.35 us per segment (rdtsc around the write, 3 runs
+ * each). An earlier
+ * measurement that found 20 ms worse (segment blocks cold when they came back from the consumer)
+ * no longer applies: small segments are encoded by their own thread and their blocks never travel
+ * (agent core/context.c). Items wait at most ~20 ms (plus consume's time);
  * the half-full wake still bounds the backlog. A BLOCKING carrier never naps: there
  * a producer that found its ring full is waiting for this consumer, and a nap would add a futex
  * round trip to every refill.
  */
-enum { SPIN_PASSES = 32, NAP_MAX_MS = 5 };
+enum { SPIN_PASSES = 32, NAP_MAX_MS = 20 };
 
 void dc__consumer_wake(dc__consumer_t *consumer)
 {

@@ -11,6 +11,7 @@
 #include "../src/log/log.h"
 #include "preload.h"
 #include "skywalking.h"
+#include "../src/core/locality.h"
 
 sw__db_settings_t sw__db_settings = {SW__PLUGIN_SQL_BODY_DEFAULT, false, true};
 
@@ -27,7 +28,7 @@ void sw__db_settings_apply(const sw_config_t *cfg)
 }
 
 /* len cut to at most max bytes, not inside a UTF-8 sequence. */
-static size_t utf8_cut(const char *s, size_t len, size_t max)
+SW__HOT static size_t utf8_cut(const char *s, size_t len, size_t max)
 {
     if (len <= max) {
         return len;
@@ -42,7 +43,8 @@ static size_t utf8_cut(const char *s, size_t len, size_t max)
 /* Tags key (a literal: not copied) with the first len bytes of value, up to a NUL in them. */
 #define tag_n(key, value, len) sw__span_tag_static_n(key, (value), strnlen((value), (len)))
 
-void sw__db_span_tags(int32_t component, const char *instance, const char *sql, size_t sql_len)
+SW__HOT void sw__db_span_tags(int32_t component, const char *instance, const char *sql,
+                              size_t sql_len)
 {
     sw__span_set_layer_component(SW_LAYER_DATABASE, component);
     sw__span_tag_kept("db.type", "sql");
@@ -123,20 +125,20 @@ static const char *const write_cmds[] = {
     "spop",   "srem",        "unlink",  "zadd",    "zincrby", "zrem",
 };
 
-static int cmd_compare(const void *key, const void *elem)
+SW__HOT static int cmd_compare(const void *key, const void *elem)
 {
     return strcmp(key, *(const char *const *)elem);
 }
 
 /* The table's own copy of lower (a literal: a tag value that needs no copy), or NULL. */
-static const char *cmd_in(const char *lower, const char *const *table, size_t n)
+SW__HOT static const char *cmd_in(const char *lower, const char *const *table, size_t n)
 {
     const char *const *found = bsearch(lower, table, n, sizeof *table, cmd_compare);
     return found != NULL ? *found : NULL;
 }
 
 /* The lower-case form of cmd in buf (size >= 2), cut. */
-static void cmd_lower(char *buf, size_t size, const char *cmd, size_t len)
+SW__HOT static void cmd_lower(char *buf, size_t size, const char *cmd, size_t len)
 {
     size_t n = len < size - 1 ? len : size - 1;
     for (size_t i = 0; i < n; i++) {
@@ -146,8 +148,8 @@ static void cmd_lower(char *buf, size_t size, const char *cmd, size_t len)
     buf[n] = '\0';
 }
 
-void sw__cache_operation(char *buf, size_t size, const char *prefix, const char *cmd,
-                         size_t cmd_len)
+SW__HOT void sw__cache_operation(char *buf, size_t size, const char *prefix, const char *cmd,
+                                 size_t cmd_len)
 {
     size_t p = strlen(prefix);
     if (p + 2 > size) {
@@ -157,7 +159,7 @@ void sw__cache_operation(char *buf, size_t size, const char *prefix, const char 
     cmd_lower(buf + p, size - p, cmd, cmd_len);
 }
 
-void sw__cache_span_tags(const char *cmd, size_t cmd_len, const char *key, size_t key_len)
+SW__HOT void sw__cache_span_tags(const char *cmd, size_t cmd_len, const char *key, size_t key_len)
 {
     char lower[32];
     cmd_lower(lower, sizeof lower, cmd, cmd_len);

@@ -34,6 +34,7 @@
 #include "preload.h"
 #include "preload_db.h"
 #include "preload_handle_map.h"
+#include "../src/core/locality.h"
 
 #define PENDING_MAX 4096 /* appended commands remembered per context; later ones untraced */
 #define CMD_MAX     32
@@ -75,12 +76,12 @@ typedef struct command_view {
     size_t cmd_len, key_len;
 } command_view_t;
 
-static bool tracing(void)
+SW__HOT static bool tracing(void)
 {
     return !in_call && !sw__preload_busy && sw__preload_agent_ready();
 }
 
-static const char *peer_of(const redisContext *c)
+SW__HOT static const char *peer_of(const redisContext *c)
 {
     if (tls_peer.ctx == c && tls_peer.fd == c->fd && tls_peer.peer[0] != '\0') {
         return tls_peer.peer;
@@ -111,7 +112,7 @@ static const char *peer_of(const redisContext *c)
 }
 
 /* One bulk string "$<len>\r\n<bytes>\r\n" at *p (of end), or false. */
-static bool resp_bulk(const char **p, const char *end, const char **s, size_t *len)
+SW__HOT static bool resp_bulk(const char **p, const char *end, const char **s, size_t *len)
 {
     const char *q = *p;
     if (q >= end || *q != '$') {
@@ -131,7 +132,7 @@ static bool resp_bulk(const char **p, const char *end, const char **s, size_t *l
 }
 
 /* Finds the command name and first key in a formatted command (RESP array of bulk strings). */
-static bool resp_view(const char *cmd, size_t len, command_view_t *v)
+SW__HOT static bool resp_view(const char *cmd, size_t len, command_view_t *v)
 {
     const char *end = cmd + len;
     const char *p = memchr(cmd, '\n', len);
@@ -148,7 +149,7 @@ static bool resp_view(const char *cmd, size_t len, command_view_t *v)
     return true;
 }
 
-static bool argv_view(int argc, const char **argv, const size_t *argvlen, command_view_t *v)
+SW__HOT static bool argv_view(int argc, const char **argv, const size_t *argvlen, command_view_t *v)
 {
     if (argc < 1 || argv == NULL || argv[0] == NULL) {
         return false;
@@ -161,7 +162,7 @@ static bool argv_view(int argc, const char **argv, const size_t *argvlen, comman
 }
 
 /* The length of the word of fmt at p (up to a space or the end). */
-static size_t word_len(const char *p)
+SW__HOT static size_t word_len(const char *p)
 {
     return strcspn(p, " ");
 }
@@ -169,7 +170,7 @@ static size_t word_len(const char *p)
 /* The view of the common formats without a formatting pass: a literal command word, then
    nothing, a literal key, "%s" or "%b". False for any other format (a '%' in the command
    word, another conversion in the key word). */
-static bool format_view_fast(const char *fmt, va_list ap, command_view_t *v)
+SW__HOT static bool format_view_fast(const char *fmt, va_list ap, command_view_t *v)
 {
     size_t n = word_len(fmt);
     if (n == 0 || memchr(fmt, '%', n) != NULL) {
@@ -206,7 +207,7 @@ static bool format_view_fast(const char *fmt, va_list ap, command_view_t *v)
 /* The view of a printf-style command: format_view_fast, or else formatted with the real
    redisvFormatCommand on a copy of ap (*formatted is then to be freed with redisFreeCommand).
  */
-static bool format_view(const char *fmt, va_list ap, char **formatted, command_view_t *v)
+SW__HOT static bool format_view(const char *fmt, va_list ap, char **formatted, command_view_t *v)
 {
     int (*format)(char **, const char *, va_list);
     SW__PRELOAD_REAL(format, "redisvFormatCommand");
@@ -227,7 +228,7 @@ static bool format_view(const char *fmt, va_list ap, char **formatted, command_v
     return n > 0 && resp_view(*formatted, (size_t)n, v);
 }
 
-static void formatted_free(char *formatted)
+SW__HOT static void formatted_free(char *formatted)
 {
     void (*release)(char *);
     SW__PRELOAD_REAL(release, "redisFreeCommand");
@@ -236,7 +237,7 @@ static void formatted_free(char *formatted)
     }
 }
 
-static void span_begin(const redisContext *c, const command_view_t *v, int64_t since_ms)
+SW__HOT static void span_begin(const redisContext *c, const command_view_t *v, int64_t since_ms)
 {
     char op[CMD_MAX + 8];
     sw__cache_operation(op, sizeof op, "Redis/", v->cmd, v->cmd_len);
@@ -270,7 +271,7 @@ static void reply_error_message(const void *reply, const char **msg, size_t *len
 }
 
 /* Ends the active span with the outcome of a call that returned `reply` on c. */
-static void span_end(const redisContext *c, const void *reply, bool call_failed)
+SW__HOT static void span_end(const redisContext *c, const void *reply, bool call_failed)
 {
     if (reply == NULL && call_failed) {
         sw__db_span_error("Redis", c->errstr, strnlen(c->errstr, sizeof c->errstr));
@@ -287,7 +288,7 @@ static void span_end(const redisContext *c, const void *reply, bool call_failed)
 /* Blocking commands                                                                           */
 /* ------------------------------------------------------------------------------------------ */
 
-static void *command_traced(redisContext *c, const char *format, va_list ap)
+SW__HOT static void *command_traced(redisContext *c, const char *format, va_list ap)
 {
     void *(*real)(redisContext *, const char *, va_list);
     SW__PRELOAD_REAL(real, "redisvCommand");
@@ -309,12 +310,12 @@ static void *command_traced(redisContext *c, const char *format, va_list ap)
     return reply;
 }
 
-void *redisvCommand(redisContext *c, const char *format, va_list ap)
+SW__HOT void *redisvCommand(redisContext *c, const char *format, va_list ap)
 {
     return command_traced(c, format, ap);
 }
 
-void *redisCommand(redisContext *c, const char *format, ...)
+SW__HOT void *redisCommand(redisContext *c, const char *format, ...)
 {
     va_list ap;
     va_start(ap, format);
@@ -323,7 +324,7 @@ void *redisCommand(redisContext *c, const char *format, ...)
     return reply;
 }
 
-void *redisCommandArgv(redisContext *c, int argc, const char **argv, const size_t *argvlen)
+SW__HOT void *redisCommandArgv(redisContext *c, int argc, const char **argv, const size_t *argvlen)
 {
     void *(*real)(redisContext *, int, const char **, const size_t *);
     SW__PRELOAD_REAL(real, "redisCommandArgv");
@@ -347,7 +348,7 @@ void *redisCommandArgv(redisContext *c, int argc, const char **argv, const size_
 /* ------------------------------------------------------------------------------------------ */
 
 /* Remembers an appended command (called after a successful append). */
-static void pending_push(const redisContext *c, const command_view_t *v, int64_t start_ms)
+SW__HOT static void pending_push(const redisContext *c, const command_view_t *v, int64_t start_ms)
 {
     pending_t *p = malloc(sizeof *p);
     if (p == NULL) {
@@ -379,7 +380,7 @@ static void pending_push(const redisContext *c, const command_view_t *v, int64_t
 }
 
 /* The oldest appended command of c, to free, or NULL. */
-static pending_t *pending_pop(const redisContext *c)
+SW__HOT static pending_t *pending_pop(const redisContext *c)
 {
     pending_t *p = NULL;
     pthread_mutex_lock(&ctxs_lock);
@@ -396,7 +397,7 @@ static pending_t *pending_pop(const redisContext *c)
     return p;
 }
 
-int redisvAppendCommand(redisContext *c, const char *format, va_list ap)
+SW__HOT int redisvAppendCommand(redisContext *c, const char *format, va_list ap)
 {
     int (*real)(redisContext *, const char *, va_list);
     SW__PRELOAD_REAL(real, "redisvAppendCommand");
@@ -420,7 +421,7 @@ int redisvAppendCommand(redisContext *c, const char *format, va_list ap)
     return rc;
 }
 
-int redisAppendCommand(redisContext *c, const char *format, ...)
+SW__HOT int redisAppendCommand(redisContext *c, const char *format, ...)
 {
     va_list ap;
     va_start(ap, format);
@@ -429,7 +430,8 @@ int redisAppendCommand(redisContext *c, const char *format, ...)
     return rc;
 }
 
-int redisAppendCommandArgv(redisContext *c, int argc, const char **argv, const size_t *argvlen)
+SW__HOT int redisAppendCommandArgv(redisContext *c, int argc, const char **argv,
+                                   const size_t *argvlen)
 {
     int (*real)(redisContext *, int, const char **, const size_t *);
     SW__PRELOAD_REAL(real, "redisAppendCommandArgv");
@@ -450,7 +452,7 @@ int redisAppendCommandArgv(redisContext *c, int argc, const char **argv, const s
     return rc;
 }
 
-int redisAppendFormattedCommand(redisContext *c, const char *cmd, size_t len)
+SW__HOT int redisAppendFormattedCommand(redisContext *c, const char *cmd, size_t len)
 {
     int (*real)(redisContext *, const char *, size_t);
     SW__PRELOAD_REAL(real, "redisAppendFormattedCommand");
@@ -471,7 +473,7 @@ int redisAppendFormattedCommand(redisContext *c, const char *cmd, size_t len)
     return rc;
 }
 
-int redisGetReply(redisContext *c, void **reply)
+SW__HOT int redisGetReply(redisContext *c, void **reply)
 {
     int (*real)(redisContext *, void **);
     SW__PRELOAD_REAL(real, "redisGetReply");

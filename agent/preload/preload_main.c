@@ -16,6 +16,7 @@
 #include "../src/log/log.h"
 #include "preload.h"
 #include "preload_db.h"
+#include "../src/core/locality.h"
 
 _Thread_local bool sw__preload_busy;
 
@@ -45,7 +46,7 @@ typedef struct pending {
 static _Thread_local pending_t *tls_pending;
 static pthread_key_t pending_key;
 
-void *sw__preload_real(_Atomic(void *) *slot, const char *name, const char *version)
+SW__HOT void *sw__preload_real(_Atomic(void *) *slot, const char *name, const char *version)
 {
     /* relaxed: the pointer is to code the loader mapped before; any thread may resolve it
        again and gets the same value. */
@@ -75,7 +76,7 @@ static void pending_set(pending_t *p)
     (void)pthread_setspecific(pending_key, p);
 }
 
-void sw__preload_pending_apply(const sw__span_mark_t *mark, bool link)
+SW__HOT void sw__preload_pending_apply(const sw__span_mark_t *mark, bool link)
 {
     pending_t *p = tls_pending;
     if (p == NULL || mark->segment == NULL) {
@@ -116,7 +117,7 @@ const sw_config_t *sw__preload_config(void)
     return &config;
 }
 
-bool sw__preload_agent_ready(void)
+SW__HOT bool sw__preload_agent_ready(void)
 {
     /* acquire: partner of the release store below; the agent is started when it reads 1. */
     int s = atomic_load_explicit(&agent_state, memory_order_acquire);

@@ -28,6 +28,7 @@
 #include "preload.h"
 #include "preload_db.h"
 #include "preload_handle_map.h"
+#include "../src/core/locality.h"
 
 #define PREPARED_MAX 256
 
@@ -81,7 +82,7 @@ static _Thread_local struct {
     char peer[512];
 } tls_peer;
 
-static bool fns_resolve(pq_fns_t *f)
+SW__HOT static bool fns_resolve(pq_fns_t *f)
 {
     SW__PRELOAD_REAL(f->host, "PQhost");
     SW__PRELOAD_REAL(f->port, "PQport");
@@ -112,12 +113,12 @@ static void pending_clear(pending_t *p)
 }
 
 /* Whether a call on this thread is traced now (agent running, not nested). */
-static bool tracing(pq_fns_t *f)
+SW__HOT static bool tracing(pq_fns_t *f)
 {
     return !in_call && !sw__preload_busy && fns_resolve(f) && sw__preload_agent_ready();
 }
 
-static const char *peer_of(const pq_fns_t *f, const PGconn *conn)
+SW__HOT static const char *peer_of(const pq_fns_t *f, const PGconn *conn)
 {
     int pid = f->backend_pid(conn);
     if (tls_peer.conn == conn && tls_peer.backend_pid == pid && pid != 0) {
@@ -173,8 +174,8 @@ static char *params_copy(int n, const char *const *values, const int *formats)
 }
 
 /* Begins the span of a blocking call and sets its tags. */
-static void span_begin(const pq_fns_t *f, const PGconn *conn, const char *op, const char *sql,
-                       int64_t since_ms)
+SW__HOT static void span_begin(const pq_fns_t *f, const PGconn *conn, const char *op,
+                               const char *sql, int64_t since_ms)
 {
     sw__span_mark_t mark;
     sw__span_begin_exit_since(op, peer_of(f, conn), since_ms, &mark);
@@ -182,14 +183,14 @@ static void span_begin(const pq_fns_t *f, const PGconn *conn, const char *op, co
     sw__db_span_tags(SW__COMPONENT_POSTGRESQL, f->db(conn), sql, sql != NULL ? strlen(sql) : 0);
 }
 
-static bool result_failed(const pq_fns_t *f, const PGresult *r)
+SW__HOT static bool result_failed(const pq_fns_t *f, const PGresult *r)
 {
     ExecStatusType s = f->status(r);
     return s == PGRES_FATAL_ERROR || s == PGRES_BAD_RESPONSE;
 }
 
 /* Ends the span of a blocking call with its outcome. */
-static void span_end(const pq_fns_t *f, const PGconn *conn, const PGresult *r)
+SW__HOT static void span_end(const pq_fns_t *f, const PGconn *conn, const PGresult *r)
 {
     const char *msg = NULL;
     if (r == NULL) {
@@ -269,7 +270,7 @@ static char *prepared_statement(const PGconn *conn, const char *name)
 /* Blocking calls                                                                              */
 /* ------------------------------------------------------------------------------------------ */
 
-PGresult *PQexec(PGconn *conn, const char *query)
+SW__HOT PGresult *PQexec(PGconn *conn, const char *query)
 {
     PGresult *(*real)(PGconn *, const char *);
     SW__PRELOAD_REAL(real, "PQexec");
@@ -407,7 +408,7 @@ static int send_traced(const PGconn *conn, int rc, const char *op, char *sql, ch
     return rc;
 }
 
-int PQsendQuery(PGconn *conn, const char *query)
+SW__HOT int PQsendQuery(PGconn *conn, const char *query)
 {
     int (*real)(PGconn *, const char *);
     SW__PRELOAD_REAL(real, "PQsendQuery");
@@ -529,7 +530,7 @@ static void pending_result(const pq_fns_t *f, const PGconn *conn, const PGresult
     pending_clear(&done);
 }
 
-PGresult *PQgetResult(PGconn *conn)
+SW__HOT PGresult *PQgetResult(PGconn *conn)
 {
     PGresult *(*real)(PGconn *);
     SW__PRELOAD_REAL(real, "PQgetResult");

@@ -14,6 +14,7 @@
 #include "report/log_report.h"
 #include "report/pipeline.h"
 #include "swc_errbuf.h"
+#include "core/locality.h"
 
 /*
  * lifecycle serialises sw_init and sw_shutdown (global: the agent is process-wide). It
@@ -179,7 +180,7 @@ static int shutdown_impl(bool release_memory)
     return 0;
 }
 
-bool sw_enabled(void)
+SW__HOT bool sw_enabled(void)
 {
     return atomic_load_explicit(&sw__epoch, memory_order_relaxed) != 0;
 }

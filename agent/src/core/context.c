@@ -12,6 +12,7 @@
 #include "../report/segment_item.h"
 #include "clock.h"
 #include "dynamic_config.h"
+#include "locality.h"
 
 _Thread_local sw__context_t sw__tls_context
     __attribute__((tls_model("initial-exec"))) = {.active = -1};
@@ -101,7 +102,7 @@ void sw__context_drop_stale(sw__context_t *c)
     c->epoch = 0;
 }
 
-bool sw__context_join(sw__context_t *c)
+SW__HOT bool sw__context_join(sw__context_t *c)
 {
     /* acquire: partner of sw_init's release store; makes the agent state visible. */
     uint32_t e = atomic_load_explicit(&sw__epoch, memory_order_acquire);
@@ -145,8 +146,8 @@ bool sw__context_join(sw__context_t *c)
     return true;
 }
 
-void sw__context_push(sw__context_t *c, sw_span_type_t type, const char *op, const char *peer,
-                      int64_t now_ms)
+SW__HOT void sw__context_push(sw__context_t *c, sw_span_type_t type, const char *op,
+                              const char *peer, int64_t now_ms)
 {
     sw__segment_t *seg = c->segment;
     if (seg->span_count >= seg->span_limit) {
@@ -171,8 +172,8 @@ void sw__context_push(sw__context_t *c, sw_span_type_t type, const char *op, con
     c->active = (int32_t)id;
 }
 
-void sw__context_start(sw__context_t *c, sw_span_type_t type, const char *op, const char *peer,
-                       const sw__sw8_t *upstream, int64_t now_ms)
+SW__HOT void sw__context_start(sw__context_t *c, sw_span_type_t type, const char *op,
+                               const char *peer, const sw__sw8_t *upstream, int64_t now_ms)
 {
     c->w3c_unsampled = false;
     if (sw__dyncfg_ignored(op)) {
@@ -215,7 +216,7 @@ void sw__context_start(sw__context_t *c, sw_span_type_t type, const char *op, co
     sw__context_push(c, type, op, peer, now_ms);
 }
 
-void sw__context_ids_make(sw__context_t *c, sw__segment_t *seg)
+SW__HOT void sw__context_ids_make(sw__context_t *c, sw__segment_t *seg)
 {
     int64_t began_ms = seg->span_count != 0 ? seg->spans[0].start_ms : 0;
     sw__id_generate(&c->ids, began_ms, seg->segment_id);
@@ -255,7 +256,7 @@ int sw__context_add_ref(sw__context_t *c, int type, const char *trace_id,
     return 0;
 }
 
-void sw__context_finish(sw__context_t *c)
+SW__HOT void sw__context_finish(sw__context_t *c)
 {
     sw__segment_t *seg = c->segment;
     c->segment = NULL;

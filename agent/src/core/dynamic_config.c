@@ -15,6 +15,7 @@
 #include "../config/config.h"
 #include "../config/list.h"
 #include "context.h"
+#include "locality.h"
 
 typedef struct ignore_table ignore_table_t;
 struct ignore_table {
@@ -117,7 +118,7 @@ void sw__dyncfg_forget(void)
     retired_count = 0;
 }
 
-bool sw__dyncfg_ignored(const char *op)
+SW__HOT bool sw__dyncfg_ignored(const char *op)
 {
     /* acquire: partner of the release exchange in sw__dyncfg_set_ignore_suffix; the table's
        contents written before it are visible through the pointer. */

@@ -2,6 +2,7 @@
  * ids.c - process uuid and per-thread id generation.
  */
 #include "ids.h"
+#include "locality.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -74,7 +75,7 @@ static size_t dec_digits(uint64_t v)
     return n + (v >= 10) + (v >= 100) + (v >= 1000);
 }
 
-size_t sw__u64_to_dec(uint64_t v, char *buf)
+SW__HOT size_t sw__u64_to_dec(uint64_t v, char *buf)
 {
     size_t n = dec_digits(v);
     char *p = buf + n;
@@ -104,7 +105,7 @@ static void prefix_build(sw__id_state_t *st, uint32_t gen)
     st->generation = gen;
 }
 
-size_t sw__id_generate(sw__id_state_t *st, int64_t now_ms, char *buf)
+SW__HOT size_t sw__id_generate(sw__id_state_t *st, int64_t now_ms, char *buf)
 {
     /* acquire: partner of the release store in seed(); a changed generation (first use, or a
        fork child) rebuilds the prefix from the new uuid and the new thread id. */

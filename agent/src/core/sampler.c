@@ -2,6 +2,7 @@
  * sampler.c - N traces per 3-second window.
  */
 #include "sampler.h"
+#include "locality.h"
 
 void sw__sampler_init(sw__sampler_t *s, int32_t n_per_3_secs)
 {
@@ -53,7 +54,7 @@ static bool count_in_window(sw__sampler_t *s, int64_t now_ms, int64_t limit)
     }
 }
 
-bool sw__sampler_try(sw__sampler_t *s, int64_t now_ms)
+SW__HOT bool sw__sampler_try(sw__sampler_t *s, int64_t now_ms)
 {
     int32_t n = atomic_load_explicit(&s->n_per_window, memory_order_relaxed);
     if (n <= 0) {

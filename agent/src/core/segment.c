@@ -2,6 +2,7 @@
  * segment.c - block layout, reset, and the bounded arena of a TraceSegment.
  */
 #include "segment.h"
+#include "locality.h"
 
 #include <string.h>
 
@@ -34,7 +35,7 @@ void sw__segment_format(sw__segment_t *seg, uint32_t span_limit, uint32_t arena_
     sw__segment_reset(seg);
 }
 
-void sw__segment_reset(sw__segment_t *seg)
+SW__HOT void sw__segment_reset(sw__segment_t *seg)
 {
     seg->span_count = 0;
     seg->arena_used = 0;
@@ -50,13 +51,13 @@ void sw__segment_reset(sw__segment_t *seg)
 }
 
 /* Bytes between the strings (growing up) and the attributes (growing down). */
-static size_t arena_free(const sw__segment_t *seg)
+SW__HOT static size_t arena_free(const sw__segment_t *seg)
 {
     return (size_t)seg->arena_cap - seg->arena_used - (size_t)seg->attr_count * sizeof(sw__attr_t);
 }
 
-const char *sw__segment_strndup_len(sw__segment_t *seg, const char *s, size_t len,
-                                    uint32_t *out_len)
+SW__HOT const char *sw__segment_strndup_len(sw__segment_t *seg, const char *s, size_t len,
+                                            uint32_t *out_len)
 {
     size_t room = arena_free(seg);
     *out_len = 0;
@@ -92,7 +93,7 @@ const char *sw__segment_strndup(sw__segment_t *seg, const char *s, size_t len)
     return sw__segment_strndup_len(seg, s, len, &n);
 }
 
-const char *sw__segment_strdup_len(sw__segment_t *seg, const char *s, uint32_t *out_len)
+SW__HOT const char *sw__segment_strdup_len(sw__segment_t *seg, const char *s, uint32_t *out_len)
 {
     if (s == NULL) {
         *out_len = 0;

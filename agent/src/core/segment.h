@@ -31,7 +31,7 @@
 #include <stdint.h>
 
 #include "free_list.h"
-#include "prefetch.h"
+#include "locality.h"
 #include "skywalking.h"
 
 #define SW__TRACE_ID_MAX   256 /* with the NUL; longer upstream trace ids are rejected */
@@ -162,7 +162,7 @@ static inline const sw__attr_t *sw__segment_attr(const sw__segment_t *seg, uint3
     return end - 1 - i;
 }
 
-/* Before a fresh segment is written (prefetch.h): the fields sw__segment_reset and the first
+/* Before a fresh segment is written (locality.h): the fields sw__segment_reset and the first
    span write, the first strings and the first attributes (at the arena's end). */
 static inline void sw__segment_prefetch_fresh(const sw__segment_t *seg)
 {
@@ -177,7 +177,7 @@ static inline void sw__segment_prefetch_fresh(const sw__segment_t *seg)
                        3 * sizeof(sw__attr_t));
 }
 
-/* Before a finished segment is read to be encoded (prefetch.h): its ids, spans, strings and
+/* Before a finished segment is read to be encoded (locality.h): its ids, spans, strings and
    attributes. */
 static inline void sw__segment_prefetch_used(const sw__segment_t *seg)
 {

@@ -3,6 +3,7 @@
  * budget of credits, and the cap on blocks.
  */
 #include "segment_pool.h"
+#include "locality.h"
 
 #include <stdlib.h>
 
@@ -60,8 +61,8 @@ void sw__segment_pool_destroy(sw__segment_pool_t *pool)
     sw__free_list_free_all(&pool->free);
 }
 
-void sw__segment_pool_push_chain(sw__segment_pool_t *pool, sw__segment_t *first,
-                                 sw__segment_t *last)
+SW__HOT void sw__segment_pool_push_chain(sw__segment_pool_t *pool, sw__segment_t *first,
+                                         sw__segment_t *last)
 {
     sw__free_list_push_chain(&pool->free, &first->link, &last->link);
 }
@@ -158,8 +159,8 @@ static sw__segment_t *cache_keep(sw__segment_cache_t *cache, sw__segment_pool_t 
 
 /* The cache is empty: takes the whole free list, uses its first block, keeps a few more in the
    cache and gives the rest back without walking it. Falls back to a new block below the cap. */
-static __attribute__((noinline)) sw__segment_t *cache_refill(sw__segment_cache_t *cache,
-                                                             sw__segment_pool_t *pool)
+SW__HOT static __attribute__((noinline)) sw__segment_t *cache_refill(sw__segment_cache_t *cache,
+                                                                     sw__segment_pool_t *pool)
 {
     for (int round = 0;; round++) {
         /* relaxed: a hint for refill_wait, which only decides whether to look again. */
@@ -187,7 +188,7 @@ static __attribute__((noinline)) sw__segment_t *cache_refill(sw__segment_cache_t
     }
 }
 
-sw__segment_t *sw__segment_cache_get(sw__segment_cache_t *cache, sw__segment_pool_t *pool)
+SW__HOT sw__segment_t *sw__segment_cache_get(sw__segment_cache_t *cache, sw__segment_pool_t *pool)
 {
     sw__segment_t *seg = cache->head;
     if (seg == NULL) {
@@ -203,7 +204,8 @@ sw__segment_t *sw__segment_cache_get(sw__segment_cache_t *cache, sw__segment_poo
     return seg;
 }
 
-void sw__segment_cache_put(sw__segment_cache_t *cache, sw__segment_pool_t *pool, sw__segment_t *seg)
+SW__HOT void sw__segment_cache_put(sw__segment_cache_t *cache, sw__segment_pool_t *pool,
+                                   sw__segment_t *seg)
 {
     if (cache->count >= cache->credits) {
         sw__segment_pool_push_chain(pool, seg, seg);

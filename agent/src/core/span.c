@@ -13,13 +13,14 @@
 #include "../propagation/tracestate.h"
 #include "clock.h"
 #include "context.h"
+#include "locality.h"
 
 #define likely(x)   __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
 
 /* Start of a trace, or a begin after the agent changed state. */
-static __attribute__((noinline)) void begin_slow(sw__context_t *c, sw_span_type_t type,
-                                                 const char *op, const char *peer)
+SW__HOT static __attribute__((noinline)) void begin_slow(sw__context_t *c, sw_span_type_t type,
+                                                         const char *op, const char *peer)
 {
     if (c->segment != NULL || c->noop_depth != 0) {
         sw__context_drop_stale(c); /* held from a finished run */
@@ -54,7 +55,7 @@ void sw_local_span_begin(const char *operation)
     span_begin(SW_SPAN_LOCAL, operation, NULL);
 }
 
-void sw_exit_span_begin(const char *operation, const char *peer)
+SW__HOT void sw_exit_span_begin(const char *operation, const char *peer)
 {
     span_begin(SW_SPAN_EXIT, operation, peer);
 }
@@ -232,7 +233,7 @@ void sw_entry_span_begin(const char *operation, const char *sw8)
     }
 }
 
-void sw_span_end(void)
+SW__HOT void sw_span_end(void)
 {
     sw__context_t *c = &sw__tls_context;
     if (likely(c->noop_depth != 0)) {
@@ -257,7 +258,7 @@ void sw_span_end(void)
     }
 }
 
-int sw_span_set_component(int32_t component_id)
+SW__HOT int sw_span_set_component(int32_t component_id)
 {
     int rc;
     sw__context_t *c = sw__context_recording(&rc);
@@ -269,7 +270,7 @@ int sw_span_set_component(int32_t component_id)
     return 0;
 }
 
-int sw_span_set_layer(sw_layer_t layer)
+SW__HOT int sw_span_set_layer(sw_layer_t layer)
 {
     if ((int)layer < SW_LAYER_UNKNOWN || (int)layer > SW_LAYER_FAAS) {
         return SW_EINVAL;
@@ -284,7 +285,7 @@ int sw_span_set_layer(sw_layer_t layer)
     return 0;
 }
 
-void sw__span_set_layer_component(sw_layer_t layer, int32_t component_id)
+SW__HOT void sw__span_set_layer_component(sw_layer_t layer, int32_t component_id)
 {
     int rc;
     sw__context_t *c = sw__context_recording(&rc);
@@ -321,7 +322,7 @@ int sw_span_set_error(bool is_error)
 
 /* Appends an attribute record of the active span (segment c->segment, span c->active);
    NULL when the arena is full (dropped and counted). */
-static sw__attr_t *attr_add(sw__context_t *c, enum sw__attr_kind kind, int64_t time_ms)
+SW__HOT static sw__attr_t *attr_add(sw__context_t *c, enum sw__attr_kind kind, int64_t time_ms)
 {
     sw__attr_t *a = sw__segment_attr_add(c->segment);
     if (a != NULL) {
@@ -347,8 +348,8 @@ static sw__attr_t *attr_add_pair(sw__context_t *c, enum sw__attr_kind kind, cons
 /* Adds a tag to the active span; copy_key / copy_value: the string goes into the arena, else
    it is kept as given (context.h). key_len: the length of a kept key, 0 when not known;
    value_len: the bytes of value to copy (or a kept value's length), SIZE_MAX for all. */
-static int tag_put(const char *key, uint32_t key_len, const char *value, size_t value_len,
-                   bool copy_key, bool copy_value)
+SW__HOT static int tag_put(const char *key, uint32_t key_len, const char *value, size_t value_len,
+                           bool copy_key, bool copy_value)
 {
     if (key == NULL) {
         return SW_EINVAL;
@@ -380,12 +381,13 @@ static int tag_put(const char *key, uint32_t key_len, const char *value, size_t 
     return 0;
 }
 
-int sw_span_tag(const char *key, const char *value)
+SW__HOT int sw_span_tag(const char *key, const char *value)
 {
     return tag_put(key, 0, value, SIZE_MAX, true, true);
 }
 
-int sw__span_tag_static_(const char *key, size_t key_len, const char *value, size_t value_len)
+SW__HOT int sw__span_tag_static_(const char *key, size_t key_len, const char *value,
+                                 size_t value_len)
 {
     return tag_put(key, (uint32_t)key_len, value, value_len, false, true);
 }

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/prefetch.h"
+#include "../core/locality.h"
 #include "skywalking.h"
 
 /* Record header and the alignment of each record in a chunk. */
@@ -158,8 +158,8 @@ static sw__chunk_t *chunk_get(sw__chunk_pool_t *pool, size_t need)
  * between header and bytes. The room is a guess (sw__encode_room_guess); a segment that does
  * not fit is encoded again into twice the room.
  */
-sw__encoded_t *sw__chunk_encode(sw__chunk_pool_t *pool, sw__chunk_t **current,
-                                const sw__encoder_t *enc, const sw__segment_t *seg)
+SW__HOT sw__encoded_t *sw__chunk_encode(sw__chunk_pool_t *pool, sw__chunk_t **current,
+                                        const sw__encoder_t *enc, const sw__segment_t *seg)
 {
     sw__ids_len_t ids = sw__ids_len(seg);
     size_t header = sizeof(sw__encoded_t) + RECORD_ALIGN; /* with its alignment */
@@ -179,7 +179,7 @@ sw__encoded_t *sw__chunk_encode(sw__chunk_pool_t *pool, sw__chunk_t **current,
         uint8_t *end = c->data + c->used + header + room;
         /* The lines the record will take were last read by the consumer's core: asked for
            together, with the intent to write, and the process fields the encoder copies
-           (core/prefetch.h). */
+           (core/locality.h). */
         sw__prefetch_write(c->data + c->used, need);
         sw__prefetch_read(enc->process_fields, enc->process_fields_len);
         uint8_t *first;
@@ -211,7 +211,7 @@ void sw__chunk_unencode(sw__encoded_t *rec)
     rec->chunk->handed--;
 }
 
-void sw__chunk_after_hand_off(sw__chunk_pool_t *pool, sw__chunk_t **current)
+SW__HOT void sw__chunk_after_hand_off(sw__chunk_pool_t *pool, sw__chunk_t **current)
 {
     if (*current != NULL && !(*current)->held) {
         sw__chunk_seal(pool, *current);

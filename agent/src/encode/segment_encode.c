@@ -16,6 +16,7 @@
 #include "../report/encode.h"
 #include "pb_reverse.h"
 #include "skywalking.h"
+#include "../core/locality.h"
 
 enum {
     SEGMENT_TRACE_ID = 1,
@@ -90,7 +91,7 @@ static void chains_build(uint32_t *scratch, const sw__segment_t *seg, chains_t *
 enum { FIELD = SW__PBR_VARINT_FIELD_MAX };
 
 /* A KeyStringValuePair: one room check for the whole message. */
-static void kv_write(sw__pbr_t *w, unsigned field, const sw__attr_t *a)
+SW__HOT static void kv_write(sw__pbr_t *w, unsigned field, const sw__attr_t *a)
 {
     size_t value_len = sw__pb_string_len(a->value, a->value_len);
     size_t key_len = sw__pb_string_len(a->key, a->key_len);
@@ -236,14 +237,15 @@ int sw__encoder_set_process(sw__encoder_t *enc, const char *service, const char 
     return 0;
 }
 
-size_t sw__encode_room_guess(const sw__encoder_t *enc, const sw__segment_t *seg,
-                             const sw__ids_len_t *ids)
+SW__HOT size_t sw__encode_room_guess(const sw__encoder_t *enc, const sw__segment_t *seg,
+                                     const sw__ids_len_t *ids)
 {
     return room_guess(seg, ids->trace_id + ids->segment_id + enc->process_fields_len);
 }
 
-int sw__encode_segment_room(const sw__encoder_t *enc, const sw__segment_t *seg,
-                            const sw__ids_len_t *ids, uint8_t *start, uint8_t *end, uint8_t **first)
+SW__HOT int sw__encode_segment_room(const sw__encoder_t *enc, const sw__segment_t *seg,
+                                    const sw__ids_len_t *ids, uint8_t *start, uint8_t *end,
+                                    uint8_t **first)
 {
     uint32_t local[CHAINS_STACK];
     size_t need = 2 * (size_t)seg->span_count + seg->attr_count;

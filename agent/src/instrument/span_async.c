@@ -5,6 +5,7 @@
 
 #include "../core/clock.h"
 #include "../core/context.h"
+#include "../core/locality.h"
 
 int64_t sw__span_clock_ms(void)
 {
@@ -113,8 +114,8 @@ bool sw__span_async_end(sw__span_async_t *a, sw__span_async_saved_t *s)
     return true;
 }
 
-void sw__span_begin_exit_since(const char *operation, const char *peer, int64_t start_ms,
-                               sw__span_mark_t *mark)
+SW__HOT void sw__span_begin_exit_since(const char *operation, const char *peer, int64_t start_ms,
+                                       sw__span_mark_t *mark)
 {
     sw__context_t *c = &sw__tls_context;
     sw__span_begin_exit_marked(operation, peer, mark);

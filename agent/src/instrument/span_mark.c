@@ -4,6 +4,7 @@
 #include "span_mark.h"
 
 #include "../core/context.h"
+#include "../core/locality.h"
 
 /* The segment state before a begin, valid only for a segment of the current run. */
 static void mark_before(const sw__context_t *c, sw__span_mark_t *m)
@@ -54,7 +55,8 @@ void sw__span_begin_entry_marked(const char *operation, const char *sw8, const c
     mark_after(c, mark);
 }
 
-void sw__span_begin_exit_marked(const char *operation, const char *peer, sw__span_mark_t *mark)
+SW__HOT void sw__span_begin_exit_marked(const char *operation, const char *peer,
+                                        sw__span_mark_t *mark)
 {
     sw__context_t *c = &sw__tls_context;
     mark_before(c, mark);

@@ -177,11 +177,14 @@ static inline void sw__segment_prefetch_fresh(const sw__segment_t *seg)
                        3 * sizeof(sw__attr_t));
 }
 
-/* Before a finished segment is read to be encoded (locality.h): its ids, spans, strings and
-   attributes. */
+/* Before a finished segment is read to be encoded (locality.h): the lines the encoder reads,
+   the ids' first lines (most ids fit in one), spans, references, strings and attributes. */
 static inline void sw__segment_prefetch_used(const sw__segment_t *seg)
 {
-    sw__prefetch_read(seg, (size_t)(seg->segment_id + SW__SEGMENT_ID_MAX - (const char *)seg));
+    sw__prefetch_read(seg, SW__LINE);
+    sw__prefetch_read(seg->trace_id, SW__LINE);
+    sw__prefetch_read(seg->segment_id, SW__LINE);
+    sw__prefetch_read(seg->refs, seg->ref_count * sizeof(sw__ref_t));
     sw__prefetch_read(seg->spans, seg->span_count * sizeof(sw__span_t));
     sw__prefetch_read(seg->arena, seg->arena_used);
     size_t attrs = seg->attr_count * sizeof(sw__attr_t);

@@ -131,10 +131,10 @@ typedef void (*dc_on_exit_fn)(void *ctx);
 /*
  * Starts `n_threads` consumer threads (1..channel_size); channel k belongs to thread
  * k % n_threads. With DC_STRATEGY_IF_POSSIBLE a thread that finds its rings empty first naps
- * min(5 ms, `consume_cycle_ms`) (cut short when a ring gets half full), so that steady traffic
+ * min(20 ms, `consume_cycle_ms`) (cut short when a ring gets half full), so that steady traffic
  * is handled in batches; if they are still empty it sleeps up to `consume_cycle_ms` (0 means 20)
  * and is woken at once by the next store. An item therefore waits at most about
- * min(5 ms, consume_cycle_ms) before consume is called (plus consume's own time). BLOCKING
+ * min(20 ms, consume_cycle_ms) before consume is called (plus consume's own time). BLOCKING
  * carriers skip the nap.
  * Returns:
  *   DC_OK       the threads run; consume is called until dc_carrier_shutdown.

@@ -457,15 +457,15 @@ Test(datacarrier, destroy_without_shutdown_delivers_and_exits_once)
 Test(datacarrier, trickle_through_spin_nap_and_idle_loses_no_wakeup)
 {
     /* Items one at a time, each after the previous one was consumed, with gaps of 0, 2 and
-       10 ms in turn: they reach the consumer while it spins after a batch, while it naps
-       (5 ms, NAP_MAX_MS in dc_consumer.c) and after it went idle. With a 10 s cycle, an item whose
+       30 ms in turn: they reach the consumer while it spins after a batch, while it naps
+       (20 ms, NAP_MAX_MS in dc_consumer.c) and after it went idle. With a 10 s cycle, an item whose
        store did not wake an idle consumer would wait beyond the 5 s bound. The gaps only vary the
        timing; nothing waits on them. */
     dc_carrier_t *c = carrier_new(2, 16, DC_STRATEGY_IF_POSSIBLE, dc_partitioner_rolling(2));
     recorder_t r;
     recorder_init(&r);
     cr_assert_eq(dc_consume(c, record_batch, record_exit, &r, 1, 10000), 0);
-    static const long gaps_ns[] = {0, 2000000, 10000000};
+    static const long gaps_ns[] = {0, 2000000, 30000000};
     for (uintptr_t i = 1; i <= 60; i++) {
         struct timespec gap = {0, gaps_ns[i % 3]};
         nanosleep(&gap, NULL);

@@ -42,10 +42,16 @@
  *
  * Usage: plugins_bench [--smoke] [--rounds R]   (default 7 rounds of N=20000 calls per side in
  *        chunks of K=2000; --smoke: 1 round of N=300 in chunks of K=100)
+ * pq_consumer_ns_per_call (redis_...) is the part of the traced side's CPU per call that its
+ * agent consumer thread used (encoded segments to the file: framing, write(2)), read from the
+ * thread's /proc/self/task/<tid>/schedstat over the same span of time, median over the rounds
+ * ("na" when it could not be read); the rest of the delta is the calling thread's.
+ *
  * Last line: pq_cpu_ns_per_call_plain= pq_cpu_ns_per_call_traced= pq_cpu_ns_per_call_delta=
- *            pq_delta_min= pq_delta_max= redis_cpu_ns_per_call_plain= ... redis_delta_max=
- *            rounds=
+ *            pq_delta_min= pq_delta_max= pq_consumer_ns_per_call= redis_cpu_ns_per_call_plain=
+ *            ... redis_delta_max= redis_consumer_ns_per_call= rounds=
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <hiredis.h>
@@ -150,6 +156,40 @@ static int64_t cpu_now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* CPU time (ns) of the agent's segment consumer thread (named "sw-segment-c0" by the
+   DataCarrier: "<carrier name, 10 chars>-c<index>"), from /proc/self/task/<tid>/schedstat; -1
+   when there is none (the plain client) or it cannot be read. */
+static int64_t consumer_cpu_ns(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    if (d == NULL) {
+        return -1;
+    }
+    int64_t ns = -1;
+    struct dirent *e;
+    while (ns < 0 && (e = readdir(d)) != NULL) {
+        char path[300], name[32] = "";
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (f == NULL) {
+            continue;
+        }
+        bool consumer = fgets(name, sizeof name, f) != NULL && strcmp(name, "sw-segment-c0\n") == 0;
+        fclose(f);
+        snprintf(path, sizeof path, "/proc/self/task/%s/schedstat", e->d_name);
+        long long run = -1;
+        if (consumer && (f = fopen(path, "r")) != NULL) {
+            if (fscanf(f, "%lld", &run) != 1) {
+                run = -1;
+            }
+            fclose(f);
+        }
+        ns = run;
+    }
+    closedir(d);
+    return ns;
+}
+
 /* Waits until the agent has written what it holds: the segment file (when tracing) has not
    grown for 200 ms (10 consumer cycles), at most 30 s. Without the preload it only sleeps the
    same 200 ms, so that both sides idle alike. */
@@ -178,12 +218,16 @@ static bool calls_make(call_fn call, void *conn, long n)
     return true;
 }
 
-/* Runs "finish": waits for the agent's writes, then answers "cpu <ns> <calls>". */
-static int client_finish(int64_t cpu0, long calls)
+/* Runs "finish": waits for the agent's writes, then answers "cpu <ns> <calls> <consumer ns>"
+   (the consumer's part of <ns>; -1 without one). */
+static int client_finish(int64_t cpu0, int64_t consumer0, long calls)
 {
     drain_wait();
-    char answer[64];
-    snprintf(answer, sizeof answer, "cpu %lld %ld\n", (long long)(cpu_now_ns() - cpu0), calls);
+    int64_t consumer1 = consumer_cpu_ns();
+    long long consumer = consumer0 >= 0 && consumer1 >= consumer0 ? consumer1 - consumer0 : -1;
+    char answer[96];
+    snprintf(answer, sizeof answer, "cpu %lld %ld %lld\n", (long long)(cpu_now_ns() - cpu0), calls,
+             consumer);
     return line_write(1, answer) == 0 ? 0 : 1;
 }
 
@@ -201,19 +245,22 @@ static int client_serve(call_fn call, void *conn, int server_pid)
     if (line_write(1, ready) != 0) {
         return 1;
     }
-    int64_t cpu0 = -1;
+    int64_t cpu0 = -1, consumer0 = -1;
     long calls = 0;
     char cmd[64];
     while (line_read(0, cmd, sizeof cmd, COMMAND_TIMEOUT_MS) == LINE_OK) {
         long k = strncmp(cmd, "run ", 4) == 0 ? atol(cmd + 4) : 0;
         if (k > 0) {
-            cpu0 = cpu0 < 0 ? cpu_now_ns() : cpu0; /* just before the first measured chunk */
+            if (cpu0 < 0) { /* just before the first measured chunk */
+                consumer0 = consumer_cpu_ns();
+                cpu0 = cpu_now_ns();
+            }
             if (!calls_make(call, conn, k) || line_write(1, "done\n") != 0) {
                 return 1;
             }
             calls += k;
         } else if (strcmp(cmd, "finish") == 0 && cpu0 >= 0) {
-            return client_finish(cpu0, calls);
+            return client_finish(cpu0, consumer0, calls);
         } else {
             break;
         }
@@ -423,16 +470,18 @@ static void client_chunk(const client_t *c, long k)
     client_expect(c, "done");
 }
 
-/* Reads the answer to "finish": c's CPU time in ns for its n measured calls. */
-static double client_cpu(const client_t *c, long n)
+/* Reads the answer to "finish": c's CPU time in ns for its n measured calls, and in
+ *consumer its agent consumer's part of it (-1: none). */
+static double client_cpu(const client_t *c, long n, double *consumer)
 {
-    char answer[64];
+    char answer[96];
     client_answer(c, answer, sizeof answer);
-    long long ns = -1;
+    long long ns = -1, cons = -1;
     long calls = -1;
-    if (sscanf(answer, "cpu %lld %ld", &ns, &calls) != 2 || ns < 0 || calls != n) {
+    if (sscanf(answer, "cpu %lld %ld %lld", &ns, &calls, &cons) != 3 || ns < 0 || calls != n) {
         client_fail(c, "unexpected answer to finish");
     }
+    *consumer = (double)cons;
     return (double)ns;
 }
 
@@ -543,9 +592,10 @@ static void segments_check(const char *what, const char *segfile, long n)
 
 /* One round (see the top of the file): plain and traced clients each make n measured calls in
    alternating chunks of k, the traced one first in the first pair when traced_first. Writes
-   each side's CPU per call, in ns, to ns[0] (plain) and ns[1] (traced). */
+   each side's CPU per call, in ns, to ns[0] (plain) and ns[1] (traced), and the traced side's
+   agent consumer thread's part of ns[1] to ns[2] (-1 when it could not be read). */
 static void round_run(const char *self, const char *what, long n, long k, bool traced_first,
-                      double ns[2])
+                      double ns[3])
 {
     char segfile[700];
     snprintf(segfile, sizeof segfile, "%s/bench-%d.bin", getenv("SW_TEST_DB_TMP"), (int)getpid());
@@ -568,9 +618,11 @@ static void round_run(const char *self, const char *what, long n, long k, bool t
     for (int i = 0; i < 2; i++) {
         client_send(&c[i], "finish\n"); /* both drain at once */
     }
+    double consumer[2];
     for (int i = 0; i < 2; i++) {
-        ns[i] = client_cpu(&c[i], n) / (double)n;
+        ns[i] = client_cpu(&c[i], n, &consumer[i]) / (double)n;
     }
+    ns[2] = consumer[1] >= 0 ? consumer[1] / (double)n : -1;
     for (int i = 0; i < 2; i++) {
         client_reap(&c[i]);
     }
@@ -607,11 +659,12 @@ static double median(double *v, int n)
 
 typedef struct figures {
     double plain, traced, delta, dmin, dmax;
+    double consumer; /* the traced side's consumer thread, median; < 0: not read */
 } figures_t;
 
 static figures_t measure(const char *self, const char *what, int rounds, long n, long k)
 {
-    double plain[ROUNDS_MAX], traced[ROUNDS_MAX], delta[ROUNDS_MAX], ns[2];
+    double plain[ROUNDS_MAX], traced[ROUNDS_MAX], delta[ROUNDS_MAX], consumer[ROUNDS_MAX], ns[3];
     /* A discarded round first: the first clients after the servers start run far slower
        (servers' caches, page faults of fresh mappings), which is not what is measured. */
     round_run(self, what, n / 4 + 1, k, false, ns);
@@ -620,11 +673,15 @@ static figures_t measure(const char *self, const char *what, int rounds, long n,
         plain[r] = ns[0];
         traced[r] = ns[1];
         delta[r] = traced[r] - plain[r];
-        fprintf(stderr, "plugins_bench: %s round %d: plain %.0f ns, traced %.0f ns, delta %.0f\n",
-                what, r + 1, plain[r], traced[r], delta[r]);
+        consumer[r] = ns[2];
+        fprintf(stderr,
+                "plugins_bench: %s round %d: plain %.0f ns, traced %.0f ns (its consumer thread "
+                "%.0f), delta %.0f\n",
+                what, r + 1, plain[r], traced[r], consumer[r], delta[r]);
     }
-    figures_t f = {median(plain, rounds), median(traced, rounds), median(delta, rounds), delta[0],
-                   delta[0]};
+    figures_t f = {
+        median(plain, rounds),   median(traced, rounds), median(delta, rounds), delta[0], delta[0],
+        median(consumer, rounds)};
     for (int r = 1; r < rounds; r++) {
         f.dmin = delta[r] < f.dmin ? delta[r] : f.dmin;
         f.dmax = delta[r] > f.dmax ? delta[r] : f.dmax;
@@ -669,11 +726,20 @@ int main(int argc, char **argv)
     figures_t pq = measure(self, "pq", rounds, n, k);
     figures_t rd = measure(self, "redis", rounds, n, k);
     servers_close();
-    printf("pq_cpu_ns_per_call_plain=%.0f pq_cpu_ns_per_call_traced=%.0f "
-           "pq_cpu_ns_per_call_delta=%.0f pq_delta_min=%.0f pq_delta_max=%.0f "
-           "redis_cpu_ns_per_call_plain=%.0f redis_cpu_ns_per_call_traced=%.0f "
-           "redis_cpu_ns_per_call_delta=%.0f redis_delta_min=%.0f redis_delta_max=%.0f rounds=%d\n",
-           pq.plain, pq.traced, pq.delta, pq.dmin, pq.dmax, rd.plain, rd.traced, rd.delta, rd.dmin,
-           rd.dmax, rounds);
+    char pq_cons[32] = "na", rd_cons[32] = "na"; /* "na": the consumer's CPU could not be read */
+    if (pq.consumer >= 0) {
+        snprintf(pq_cons, sizeof pq_cons, "%.0f", pq.consumer);
+    }
+    if (rd.consumer >= 0) {
+        snprintf(rd_cons, sizeof rd_cons, "%.0f", rd.consumer);
+    }
+    printf(
+        "pq_cpu_ns_per_call_plain=%.0f pq_cpu_ns_per_call_traced=%.0f "
+        "pq_cpu_ns_per_call_delta=%.0f pq_delta_min=%.0f pq_delta_max=%.0f "
+        "pq_consumer_ns_per_call=%s redis_cpu_ns_per_call_plain=%.0f "
+        "redis_cpu_ns_per_call_traced=%.0f redis_cpu_ns_per_call_delta=%.0f redis_delta_min=%.0f "
+        "redis_delta_max=%.0f redis_consumer_ns_per_call=%s rounds=%d\n",
+        pq.plain, pq.traced, pq.delta, pq.dmin, pq.dmax, pq_cons, rd.plain, rd.traced, rd.delta,
+        rd.dmin, rd.dmax, rd_cons, rounds);
     return 0;
 }

@@ -15,6 +15,7 @@
 #include "reporter.h"
 #include "segment_item.h"
 #include "swc_errbuf.h"
+#include "../core/locality.h"
 
 struct sw__pipeline {
     dc_carrier_t *carrier;
@@ -98,10 +99,7 @@ enum { PREFETCH_AHEAD = 4 };
 static void item_prefetch(void *item)
 {
     const sw__segment_t *seg = sw__item_block(item);
-    const char *at = seg != NULL ? (const char *)seg : item;
-    __builtin_prefetch(at);
-    __builtin_prefetch(at + 64);
-    __builtin_prefetch(at + 128);
+    sw__prefetch_read(seg != NULL ? (const void *)seg : item, 3 * SW__LINE);
 }
 
 /* Gives every encoded record back to its chunk: one release per run of records of one chunk

@@ -165,6 +165,10 @@ const char *sw_log_level_name(sw_log_level_t level);
  *   SW_REPORTER_FILE_PATH               file reporter output (default skywalking-segments.bin)
  *   SW_BUFFER_CHANNEL_SIZE              DataCarrier channels (default 5)
  *   SW_BUFFER_BUFFER_SIZE               slots per channel (default 300)
+ *   SW_BUFFER_CONSUME_CYCLE_MS          how long the consumer with nothing to do naps before it
+ *                                       looks again, 1..60000 (default 500; a half-full channel
+ *                                       wakes it earlier): finished segments leave at most about
+ *                                       this late, and each wake-up costs CPU
  *   SW_METER_REPORT_INTERVAL            seconds between meter reports (Kafka and gRPC), 0 = no
  *                                       meters, 1..86400 (default 20)
  *   SW_AGENT_CDS_INTERVAL               seconds between dynamic configuration fetches (gRPC
@@ -258,6 +262,8 @@ typedef struct sw_config {
     bool plugin_sql_parameters;          /* SW_PLUGIN_SQL_PARAMETERS */
     bool plugin_redis_trace_key;         /* SW_PLUGIN_REDIS_TRACE_KEY */
     bool plugin_syslog;                  /* SW_PLUGIN_SYSLOG */
+    /* Appended like the fields above. */
+    uint32_t buffer_consume_cycle_ms; /* SW_BUFFER_CONSUME_CYCLE_MS, 1..60000 */
 } sw_config_t;
 
 /* Fills `cfg` with the defaults (empty names are resolved by sw_init). Any thread. Cannot fail

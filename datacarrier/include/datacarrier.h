@@ -131,16 +131,19 @@ typedef void (*dc_on_exit_fn)(void *ctx);
 /*
  * Starts `n_threads` consumer threads (1..channel_size); channel k belongs to thread
  * k % n_threads. With DC_STRATEGY_IF_POSSIBLE a thread that finds its rings empty first naps
- * min(20 ms, `consume_cycle_ms`) (cut short when a ring gets half full), so that steady traffic
+ * `consume_cycle_ms` (0 means 20; cut short when a ring gets half full), so that steady traffic
  * is handled in batches; if they are still empty it sleeps until the next store wakes it (no
- * timed wake-ups while nothing is stored; `consume_cycle_ms` 0 means 20). An item therefore waits
- * at most about min(20 ms, consume_cycle_ms) before consume is called (plus consume's own time).
- * BLOCKING carriers skip the nap. Returns: DC_OK       the threads run; consume is called until
- * dc_carrier_shutdown. DC_EINVAL   carrier or consume NULL, n_threads 0 or above the carrier's
- * channel count. DC_ESTATE   already consuming, or shut down. DC_ENOMEM   the consumers' batch
- * arrays could not be allocated. DC_ETHREAD  a thread could not be started (the ones started are
- * stopped again; no item is lost and the carrier stays as it was, so dc_consume may be called
- * again). Call once.
+ * timed wake-ups while nothing is stored). An item therefore waits at most about one cycle
+ * before consume is called (plus consume's own time); a longer cycle costs fewer wake-ups.
+ * BLOCKING carriers skip the nap.
+ * Returns:
+ *   DC_OK       the threads run; consume is called until dc_carrier_shutdown.
+ *   DC_EINVAL   carrier or consume NULL, n_threads 0 or above the carrier's channel count.
+ *   DC_ESTATE   already consuming, or shut down.
+ *   DC_ENOMEM   the consumers' batch arrays could not be allocated.
+ *   DC_ETHREAD  a thread could not be started (the ones started are stopped again; no item is
+ *               lost and the carrier stays as it was, so dc_consume may be called again).
+ * Call once.
  */
 int dc_consume(dc_carrier_t *carrier, dc_consume_fn consume, dc_on_exit_fn on_exit, void *ctx,
                uint32_t n_threads, uint32_t consume_cycle_ms);

@@ -16,12 +16,12 @@
  * (no PAUSE: in a virtual machine a PAUSE loop can exit to the host; a pass over empty rings is
  * a few loads of lines already in our cache, well under a microsecond for all of them): this
  * catches a producer that stores continuously without any sleep. If they stay empty, the
- * consumer naps (consumer_nap: NAP_MAX_MS, or the consume cycle if shorter), during which producers
+ * consumer naps (consumer_nap: the consume cycle), during which producers
  * wake it only if a ring gets half full; if the pass after the nap is still empty it goes idle
  * (consumer_idle) and sleeps, without a timeout, until the first store wakes it (the argument at
  * consumer_idle shows no wake-up is lost). A timeout there would only spend CPU: on a 2-vCPU KVM
- * guest each timed wake-up was charged 55-90 us of the process's CPU time, so an idle agent with
- * a 20 ms cycle cost ~0.4% of a CPU doing nothing (test_datacarrier.c,
+ * guest each timed wake-up was charged 55-90 us of the process's CPU time, so an idle agent that
+ * woke every 20 ms cost ~0.4% of a CPU doing nothing (test_datacarrier.c,
  * idle_consumer_sleeps_until_a_store). There is no sched_yield phase and no long spin
  * because an agent's consumer shares the machine with the application: on two cores a consumer that
  * spins or yields while traffic is sparse takes CPU time from the application's threads.
@@ -32,21 +32,16 @@
  * lets items gather for at most one nap, so each wake handles a batch; under a burst the
  * half-full rule wakes it at once; after a quiet nap the next item wakes it immediately.
  *
- * Why NAP_MAX_MS = 20 (the agent's consume cycle, and the Java DataCarrier's default
- * consumeCycle): each wake costs the consumer several microseconds of CPU (switching back in,
- * the futex return), and each wake's batch is one write for a reporter that writes per batch.
- * On a 2-vCPU KVM guest with the file reporter (plugins_bench: one segment per PQexec), 5 ms
- * naps made batches of ~60 segments (~20 KB) whose write(2) cost the consumer ~1 us per segment;
- * 20 ms naps made batches of ~290 and ~0.35 us per segment (rdtsc around the write, 3 runs
- * each). An earlier
- * measurement that found 20 ms worse (segment blocks cold when they came back from the consumer)
- * no longer applies: small segments are encoded by their own thread and their blocks never travel
- * (agent core/context.c). Items wait at most ~20 ms (plus consume's time);
- * the half-full wake still bounds the backlog. A BLOCKING carrier never naps: there
- * a producer that found its ring full is waiting for this consumer, and a nap would add a futex
- * round trip to every refill.
+ * How long a nap is: the consume cycle (dc_consume's `consume_cycle_ms`; 20 ms when 0, the Java
+ * DataCarrier's default consumeCycle). Each wake costs the consumer CPU (switching back in, the
+ * futex return; on a 2-vCPU KVM guest a timed wake-up was charged 55-90 us of the process's CPU
+ * time) and each wake's batch is one write for a reporter that writes per batch, so a caller
+ * that can let items wait longer pays less per item: the agent naps 500 ms (agent
+ * report/pipeline.c). The half-full wake bounds the backlog whatever the cycle. A BLOCKING carrier
+ * never naps: there a producer that found its ring full is waiting for this consumer, and a nap
+ * would add a futex round trip to every refill.
  */
-enum { SPIN_PASSES = 32, NAP_MAX_MS = 20 };
+enum { SPIN_PASSES = 32 };
 
 void dc__consumer_wake(dc__consumer_t *consumer)
 {
@@ -61,7 +56,7 @@ void dc__consumer_wake(dc__consumer_t *consumer)
 }
 
 /*
- * Naps for NAP_MAX_MS (the consume cycle if that is shorter) unless a producer wakes it (a ring
+ * Naps for the consume cycle unless a producer wakes it (a ring
  * half full) or shutdown does. No ordering argument is needed: the nap is bounded, and the pass
  * after it sees whatever was stored.
  */
@@ -72,8 +67,7 @@ static void consumer_nap(dc__consumer_t *self)
     uint32_t word = atomic_load_explicit(&self->wake_word, memory_order_acquire);
     /* relaxed: producers use the value only to decide whether to wake us early. */
     atomic_store_explicit(&self->sleeping, DC__NAPPING, memory_order_relaxed);
-    uint32_t cycle = self->carrier->consume_cycle_ms;
-    dc__futex_wait(&self->wake_word, word, cycle < NAP_MAX_MS ? cycle : NAP_MAX_MS);
+    dc__futex_wait(&self->wake_word, word, self->carrier->consume_cycle_ms);
     /* relaxed: as in consumer_idle. */
     atomic_store_explicit(&self->sleeping, DC__AWAKE, memory_order_relaxed);
 }

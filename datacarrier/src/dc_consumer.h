@@ -60,7 +60,7 @@ static inline void dc__consumer_notify(dc__ring_t *ring)
        (dc_consumer.c); our half is the seq_cst claim CAS in dc__ring_push, then this load). Any
        value other than DC__SLEEPING read here precedes that store in the total order, so the
        consumer's tail load then sees our claim. DC__NAPPING needs no argument: a nap ends by
-       itself after NAP_MAX_MS (dc_consumer.c) and is followed by a pass. */
+       itself after the consume cycle (dc_consumer.c) and is followed by a pass. */
     uint32_t state =
         owner != NULL ? atomic_load_explicit(&owner->sleeping, memory_order_seq_cst) : DC__AWAKE;
     if (state == DC__SLEEPING ||

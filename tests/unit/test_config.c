@@ -21,6 +21,7 @@ Test(config, defaults)
     cr_expect_eq(c.span_limit_per_segment, 300);
     cr_expect_eq(c.buffer_channel_size, 5);
     cr_expect_eq(c.buffer_buffer_size, 300);
+    cr_expect_eq(c.buffer_consume_cycle_ms, 500);
     cr_expect_str_eq(c.file_path, "skywalking-segments.bin");
     cr_expect_eq(c.plugin_sql_body_max_length, 2048);
     cr_expect(!c.plugin_sql_parameters && c.plugin_redis_trace_key && !c.plugin_syslog);
@@ -55,6 +56,8 @@ Test(config, set_parses_and_validates_each_kind)
         {"SW_AGENT_SPAN_LIMIT", "", "SW_AGENT_SPAN_LIMIT"},
         {"SW_AGENT_SAMPLE", "99999999999999", "SW_AGENT_SAMPLE"},
         {"SW_BUFFER_CHANNEL_SIZE", "-3", "SW_BUFFER_CHANNEL_SIZE"},
+        {"SW_BUFFER_CONSUME_CYCLE_MS", "0",
+         "SW_BUFFER_CONSUME_CYCLE_MS must be an integer in 1..60000"},
         {"SW_REPORTER", "smoke-signals", "SW_REPORTER must be file, kafka or grpc"},
         {"SW_PLUGIN_SQL_BODY_MAX_LENGTH", "16385",
          "SW_PLUGIN_SQL_BODY_MAX_LENGTH must be an integer in 0..16384"},

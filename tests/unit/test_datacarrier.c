@@ -419,13 +419,13 @@ Test(datacarrier, stats_are_exact)
 
 Test(datacarrier, idle_consumer_is_woken_early)
 {
-    /* A 10 s cycle: were the consumer not woken by the producer, each item would wait up to
-       10 s, beyond the 5 s bound. Five rounds, so the later ones find the consumer asleep
-       (it goes idle right after the previous batch). Functional, not a timing measurement. */
+    /* An idle consumer sleeps without a timeout: were it not woken by the producer, an item
+       would wait beyond the 5 s bound. Five rounds; a round whose store comes after the 20 ms
+       nap finds the consumer asleep. Functional, not a timing measurement. */
     dc_carrier_t *c = carrier_new(2, 8, DC_STRATEGY_IF_POSSIBLE, dc_partitioner_rolling(2));
     recorder_t r;
     recorder_init(&r);
-    cr_assert_eq(dc_consume(c, record_batch, record_exit, &r, 1, 10000), 0);
+    cr_assert_eq(dc_consume(c, record_batch, record_exit, &r, 1, 20), 0);
     for (uintptr_t i = 1; i <= 5; i++) {
         cr_assert(dc_produce(c, (void *)i));
         cr_assert(recorder_wait(&r, i),
@@ -521,14 +521,14 @@ Test(datacarrier, idle_consumer_sleeps_until_a_store)
 Test(datacarrier, trickle_through_spin_nap_and_idle_loses_no_wakeup)
 {
     /* Items one at a time, each after the previous one was consumed, with gaps of 0, 2 and
-       30 ms in turn: they reach the consumer while it spins after a batch, while it naps
-       (20 ms, NAP_MAX_MS in dc_consumer.c) and after it went idle. With a 10 s cycle, an item whose
-       store did not wake an idle consumer would wait beyond the 5 s bound. The gaps only vary the
+       30 ms in turn: they reach the consumer while it spins after a batch, while it naps (the
+       20 ms cycle) and after it went idle. An idle consumer sleeps without a timeout, so an item
+       whose store did not wake it would wait beyond the 5 s bound. The gaps only vary the
        timing; nothing waits on them. */
     dc_carrier_t *c = carrier_new(2, 16, DC_STRATEGY_IF_POSSIBLE, dc_partitioner_rolling(2));
     recorder_t r;
     recorder_init(&r);
-    cr_assert_eq(dc_consume(c, record_batch, record_exit, &r, 1, 10000), 0);
+    cr_assert_eq(dc_consume(c, record_batch, record_exit, &r, 1, 20), 0);
     static const long gaps_ns[] = {0, 2000000, 30000000};
     for (uintptr_t i = 1; i <= 60; i++) {
         struct timespec gap = {0, gaps_ns[i % 3]};

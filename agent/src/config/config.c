@@ -85,6 +85,7 @@ static const key_desc_t keys[] = {
     {"SW_PLUGIN_REDIS_TRACE_KEY", KIND_BOOL, offsetof(sw_config_t, plugin_redis_trace_key), 0, 0,
      0},
     {"SW_PLUGIN_SYSLOG", KIND_BOOL, offsetof(sw_config_t, plugin_syslog), 0, 0, 0},
+    NUM("SW_BUFFER_CONSUME_CYCLE_MS", KIND_UINT32, buffer_consume_cycle_ms, 1, 60000),
 };
 
 size_t sw__config_key_count(void)
@@ -108,6 +109,11 @@ void sw_config_init(sw_config_t *cfg)
     cfg->segment_arena_bytes = 16384;
     cfg->buffer_channel_size = 5;
     cfg->buffer_buffer_size = 300;
+    /* How long the consumers (segments, logs) with nothing to do nap (dc_consume). Each wake-up
+       costs CPU: on a 2-vCPU KVM guest a timed one was charged 55-90 us of the process's CPU
+       time, so at 1000 segments/s the Java DataCarrier's 20 ms cost ~4.8 us of consumer CPU per
+       segment and 500 ms ~0.4 us (a half-full channel still wakes the consumer at once). */
+    cfg->buffer_consume_cycle_ms = 500;
     cfg->heartbeat_period_s = 30;
     cfg->grpc_timeout_ms = 10000;
     cfg->meter_report_interval_s = 20;
@@ -405,6 +411,11 @@ int sw__config_finalize(sw_config_t *cfg, char *errbuf, size_t errlen)
                            "SW_BUFFER_CHANNEL_SIZE must be in 1..1024 and SW_BUFFER_BUFFER_SIZE "
                            "in 1..1048576 (got %u and %u)",
                            cfg->buffer_channel_size, cfg->buffer_buffer_size);
+        return SW_ECONFIG;
+    }
+    if (cfg->buffer_consume_cycle_ms > 60000) {
+        swc__errbuf_printf(errbuf, errlen, "SW_BUFFER_CONSUME_CYCLE_MS must be in 1..60000, got %u",
+                           cfg->buffer_consume_cycle_ms);
         return SW_ECONFIG;
     }
     if (cfg->propagation > SW_PROPAGATION_TRACECONTEXT_SW8) {

@@ -148,7 +148,7 @@ int sw__log_pipeline_start(const sw_config_t *cfg, sw__reporter_t *reporter, cha
         pipeline_free(p);
         return rc == DC_ENOMEM ? SW_ENOMEM : SW_ECONFIG;
     }
-    rc = dc_consume(p->carrier, log_consume, NULL, p, 1, 20);
+    rc = dc_consume(p->carrier, log_consume, NULL, p, 1, cfg->buffer_consume_cycle_ms);
     if (rc != 0) {
         swc__errbuf_printf(errbuf, errlen, "cannot start the log sender thread: %s",
                            dc_strerror(rc));

@@ -238,7 +238,8 @@ int sw__pipeline_start(const sw_config_t *cfg, sw__chunk_pool_t *chunks, sw__seg
         free(p);
         return rc == DC_ENOMEM ? SW_ENOMEM : SW_ECONFIG;
     }
-    rc = dc_consume(p->carrier, pipeline_consume, pipeline_on_exit, p, 1, 20);
+    rc = dc_consume(p->carrier, pipeline_consume, pipeline_on_exit, p, 1,
+                    cfg->buffer_consume_cycle_ms);
     if (rc != 0) {
         swc__errbuf_printf(errbuf, errlen, "cannot start the consumer thread: %s", dc_strerror(rc));
         dc_carrier_destroy(p->carrier);

@@ -9,12 +9,12 @@
  * linking libpq and hiredis dynamically) with a connection of its own: plain, and traced (the
  * preload, 100% sampling, file reporter; every call is its own segment). Each connects, makes 200
  * warm-up calls (agent start, first segment blocks), waits until its agent has written everything
- * (the segment file has not grown for 200 ms; the plain side idles the same time) and answers
- * "ready" with the pid of its server (its PostgreSQL backend; the Redis server, asked with INFO).
- * The parent then puts the client's main thread and that server on one CPU (the first this program
- * may use; the agent's consumer thread, started during the warm-up, stays free), and gives the
- * server its affinity back after the round. Without that, a client whose server ran on the other
- * vCPU of a 2-vCPU VM paid 3 to 5 times as much CPU per call (wake-ups across CPUs), and the
+ * (the segment file holds a segment per traced call; the agent's consumer naps up to 500 ms) and
+ * answers "ready" with the pid of its server (its PostgreSQL backend; the Redis server, asked with
+ * INFO). The parent then puts the client's main thread and that server on one CPU (the first this
+ * program may use; the agent's consumer thread, started during the warm-up, stays free), and gives
+ * the server its affinity back after the round. Without that, a client whose server ran on the
+ * other vCPU of a 2-vCPU VM paid 3 to 5 times as much CPU per call (wake-ups across CPUs), and the
  * scheduler kept whichever placement a process started with, so the two sides of a round could
  * differ by a factor of two, interleaved or not.
  *
@@ -26,9 +26,11 @@
  * state does to the cost of a call (other load, the host, caches, clock rate) changes little within
  * a few chunks, so it hits both sides alike instead of whichever client ran alone during it. Then
  * "finish" to both: each waits, as after the warm-up, until its agent has written every segment and
- * answers the CPU time it used from just before its first measured chunk to the end of that wait,
- * from CLOCK_PROCESS_CPUTIME_ID: every thread of the process, the traced side's agent consumer
- * (encoding, writing) included; per call = that / N.
+ * answers the CPU time it used from just before its first measured chunk to the end of its last
+ * one, plus what its agent consumer used after that until every segment was written, from
+ * CLOCK_PROCESS_CPUTIME_ID and the consumer thread's schedstat: every thread of the process, the
+ * traced side's agent consumer (encoding, writing) included, but not the main thread's polling
+ * of the file while it waits (the benchmark's, not the agent's); per call = that / N.
  *
  * delta = traced - plain per round; the figures are medians over the rounds, with the spread
  * (min..max) of the deltas. A first round of N/4 calls is discarded: the first clients after the
@@ -190,21 +192,55 @@ static int64_t consumer_cpu_ns(void)
     return ns;
 }
 
-/* Waits until the agent has written what it holds: the segment file (when tracing) has not
-   grown for 200 ms (10 consumer cycles), at most 30 s. Without the preload it only sleeps the
-   same 200 ms, so that both sides idle alike. */
-static void drain_wait(void)
+/* Framed records (varint length + bytes) of the segment file counted so far, and where the
+   next one starts: drain_wait reads each record's header once. Client mode only. */
+static long file_records;
+static off_t file_next;
+
+/* Counts the whole records the segment file holds now (from where the last count stopped). */
+static long file_records_count(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        if (fd >= 0) {
+            close(fd);
+        }
+        return file_records;
+    }
+    for (;;) {
+        uint8_t head[10];
+        ssize_t n = pread(fd, head, sizeof head, file_next);
+        uint64_t len = 0;
+        int k = 0;
+        for (; k < n && k < 10; k++) {
+            len |= (uint64_t)(head[k] & 0x7f) << (7 * k);
+            if ((head[k] & 0x80) == 0) {
+                break;
+            }
+        }
+        if (n <= 0 || k == n || file_next + k + 1 + (off_t)len > st.st_size) {
+            break; /* no whole record yet */
+        }
+        file_next += k + 1 + (off_t)len;
+        file_records++;
+    }
+    close(fd);
+    return file_records;
+}
+
+/* Waits (at most 30 s, polling every 10 ms) until the agent has written one segment per call
+   made, `calls` in all; the parent checks the file's count after the round. Without the preload
+   there is nothing to wait for. The wait's own CPU is not part of the figures (client_finish). */
+static void drain_wait(long calls)
 {
     const char *path = getenv("SW_REPORTER_FILE_PATH");
-    off_t last = -1;
-    int stable_ms = 0;
-    for (int waited = 0; waited < 30000 && stable_ms < 200; waited += 10) {
+    for (int waited = 0; path != NULL && waited < 30000; waited += 10) {
+        if (file_records_count(path) >= calls) {
+            return;
+        }
         struct timespec ts = {0, 10000000};
         nanosleep(&ts, NULL); /* polling a file another thread writes: nothing to wait on */
-        struct stat st;
-        off_t size = path != NULL && stat(path, &st) == 0 ? st.st_size : 0;
-        stable_ms = size == last ? stable_ms + 10 : 0;
-        last = size;
     }
 }
 
@@ -219,27 +255,32 @@ static bool calls_make(call_fn call, void *conn, long n)
 }
 
 /* Runs "finish": waits for the agent's writes, then answers "cpu <ns> <calls> <consumer ns>"
-   (the consumer's part of <ns>; -1 without one). */
-static int client_finish(int64_t cpu0, int64_t consumer0, long calls)
+   (the consumer's part of <ns>; -1 without one). <ns> is the process's CPU up to the end of the
+   last chunk plus what the consumer used after it (writing the last segments): the main thread
+   polling the file meanwhile is the benchmark's, not the agent's (each of its timed sleeps was
+   charged 55-90 us on a 2-vCPU KVM guest). */
+static int client_finish(int64_t cpu0, int64_t consumer0, long calls, long total_calls)
 {
-    drain_wait();
+    int64_t cpu_end = cpu_now_ns(), consumer_end = consumer_cpu_ns();
+    drain_wait(total_calls);
     int64_t consumer1 = consumer_cpu_ns();
     long long consumer = consumer0 >= 0 && consumer1 >= consumer0 ? consumer1 - consumer0 : -1;
+    int64_t after = consumer_end >= 0 && consumer1 >= consumer_end ? consumer1 - consumer_end : 0;
     char answer[96];
-    snprintf(answer, sizeof answer, "cpu %lld %ld %lld\n", (long long)(cpu_now_ns() - cpu0), calls,
-             consumer);
+    snprintf(answer, sizeof answer, "cpu %lld %ld %lld\n", (long long)(cpu_end - cpu0 + after),
+             calls, consumer);
     return line_write(1, answer) == 0 ? 0 : 1;
 }
 
 /* Makes the warm-up calls, answers "ready <server pid>", then serves the parent's commands from
-   stdin until "finish" (see the top of the file). Returns the exit status: 0 once it answered
-   "finish". */
-static int client_serve(call_fn call, void *conn, int server_pid)
+   stdin until "finish" (see the top of the file). `setup_calls`: traced calls the client made
+   before (each a segment too). Returns the exit status: 0 once it answered "finish". */
+static int client_serve(call_fn call, void *conn, int server_pid, long setup_calls)
 {
     if (!calls_make(call, conn, WARMUP_CALLS)) {
         return 1;
     }
-    drain_wait();
+    drain_wait(setup_calls + WARMUP_CALLS);
     char ready[32];
     snprintf(ready, sizeof ready, "ready %d\n", server_pid);
     if (line_write(1, ready) != 0) {
@@ -260,7 +301,7 @@ static int client_serve(call_fn call, void *conn, int server_pid)
             }
             calls += k;
         } else if (strcmp(cmd, "finish") == 0 && cpu0 >= 0) {
-            return client_finish(cpu0, consumer0, calls);
+            return client_finish(cpu0, consumer0, calls, setup_calls + WARMUP_CALLS + calls);
         } else {
             break;
         }
@@ -290,7 +331,7 @@ static int client_pq(void)
         fprintf(stderr, "plugins_bench client: %s", PQerrorMessage(c));
         return 1;
     }
-    int rc = client_serve(pq_call, c, PQbackendPID(c));
+    int rc = client_serve(pq_call, c, PQbackendPID(c), 0);
     PQfinish(c);
     return rc;
 }
@@ -323,7 +364,7 @@ static int client_redis(void)
     if (info != NULL) {
         freeReplyObject(info);
     }
-    int rc = client_serve(redis_call, c, server_pid);
+    int rc = client_serve(redis_call, c, server_pid, 2); /* SET, INFO */
     redisFree(c);
     return rc;
 }

@@ -25,8 +25,7 @@
  *   caller_pair_ns             caller wall time per span, whole segment timed / spans
  *   total_cpu_per_span_ns      process CPU (all threads) per span over the window, net of the
  *                              harness
- *   caller_cpu_per_span_ns     the caller thread's CPU per span (its pacing waits included), net
- *                              of the harness
+ *   caller_cpu_per_span_ns     the caller thread's CPU per span, net of the harness
  *   caller_segment3_ns         caller wall time per 3-span segment
  *   total_cpu_per_segment3_ns  process CPU per 3-span segment, net of the harness
  *   harness_cpu_ns             the CPU of the loop around one segment (subtracted above)
@@ -56,8 +55,8 @@
 
 /* The agent's default carrier: 5 rings of 300; a thread stores into its own ring and moves to
    the next one when it is full. Pacing lets up to 1000 segments wait before the caller sleeps
-   until 50 are left, so its sleeps (each a context switch that counts as process CPU) stay
-   rare and the consumer drains batches of hundreds. The figures are therefore the cost under a
+   until 50 are left, so its sleeps stay rare (their CPU is not counted: waited_cpu_ns) and the
+   consumer drains batches of hundreds. The figures are therefore the cost under a
    steady high load; at a low rate the consumer wakes for a few segments at a time and each
    wake-up (a futex wait, a context switch, one write()) is shared by fewer segments: with
    PACE_HIGH=240 / PACE_LOW=10 total_cpu_per_segment3_ns read 620-710 in the runs where 1000/50
@@ -109,6 +108,12 @@ static uint64_t backlog(sw_stats_t *st)
            st->segments_failed;
 }
 
+/* The calling thread's CPU while it waited for the consumer (pacing sleeps, draining), summed:
+   the benchmark's waiting, not the agent's work, so the windows subtract it (each timed sleep
+   was charged 55-90 us of CPU on a 2-vCPU KVM guest, and a window ends with a drain that can
+   wait for the agent's 500 ms nap). */
+static double waited_cpu_ns;
+
 /* Pacing: above PACE_HIGH waiting segments, sleep until the consumer is below PACE_LOW. */
 static void pace(void)
 {
@@ -116,14 +121,17 @@ static void pace(void)
     if (backlog(&st) <= PACE_HIGH) {
         return;
     }
+    double c0 = clock_ns_of(CLOCK_THREAD_CPUTIME_ID);
     while (backlog(&st) > PACE_LOW) {
         sleep_us(200);
     }
+    waited_cpu_ns += clock_ns_of(CLOCK_THREAD_CPUTIME_ID) - c0;
 }
 
 /* Waits (bounded) until every finished segment is accounted for. */
 static void drain(sw_stats_t *st)
 {
+    double c0 = clock_ns_of(CLOCK_THREAD_CPUTIME_ID);
     double deadline = now_ns() + 10e9;
     while (backlog(st) != 0) {
         if (now_ns() > deadline) {
@@ -133,6 +141,7 @@ static void drain(sw_stats_t *st)
         }
         sleep_us(1000);
     }
+    waited_cpu_ns += clock_ns_of(CLOCK_THREAD_CPUTIME_ID) - c0;
 }
 
 typedef struct window {
@@ -184,6 +193,7 @@ static window_t run_window(unit_fn fn, int segments, double units_per_segment)
     drain(&before);
     double cpu0 = clock_ns_of(CLOCK_PROCESS_CPUTIME_ID);
     double thr0 = clock_ns_of(CLOCK_THREAD_CPUTIME_ID);
+    double waited0 = waited_cpu_ns;
     for (int s = 0; s < segments; s++) {
         v[s] = fn() / units_per_segment;
         if ((s & 7) == 7) {
@@ -193,11 +203,12 @@ static window_t run_window(unit_fn fn, int segments, double units_per_segment)
     drain(&after);
     double cpu1 = clock_ns_of(CLOCK_PROCESS_CPUTIME_ID);
     double thr1 = clock_ns_of(CLOCK_THREAD_CPUTIME_ID);
+    double waited = waited_cpu_ns - waited0;
     double units = segments * units_per_segment;
     window_t w = {
         .caller_ns = median(v, segments),
-        .total_cpu_ns = (cpu1 - cpu0) / units,
-        .caller_cpu_ns = (thr1 - thr0) / units,
+        .total_cpu_ns = (cpu1 - cpu0 - waited) / units,
+        .caller_cpu_ns = (thr1 - thr0 - waited) / units,
         .lost = (after.segments_dropped - before.segments_dropped) +
                 (after.segments_failed - before.segments_failed),
     };

@@ -3,6 +3,7 @@
  */
 #include "segment.h"
 #include "locality.h"
+#include "small_copy.h"
 
 #include <string.h>
 
@@ -80,7 +81,7 @@ SW__HOT const char *sw__segment_strndup_len(sw__segment_t *seg, const char *s, s
         }
     }
     char *dst = seg->arena + seg->arena_used;
-    memcpy(dst, s, len);
+    sw__copy(dst, s, len);
     dst[len] = '\0';
     seg->arena_used += (uint32_t)(len + 1);
     *out_len = (uint32_t)len;

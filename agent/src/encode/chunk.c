@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../core/locality.h"
+#include "../core/small_copy.h"
 #include "skywalking.h"
 
 /* Record header and the alignment of each record in a chunk. */
@@ -197,7 +198,7 @@ SW__HOT sw__encoded_t *sw__chunk_encode(sw__chunk_pool_t *pool, sw__chunk_t **cu
         rec->len = (uint32_t)(end - first);
         rec->segment_id = (const char *)end;
         rec->room_at = (uint32_t)c->used;
-        memcpy(end, seg->segment_id, ids.segment_id + 1);
+        sw__copy(end, seg->segment_id, ids.segment_id + 1);
         size_t used = (size_t)(end - c->data) + ids.segment_id + 1;
         c->used = (used + RECORD_ALIGN - 1) & ~(RECORD_ALIGN - 1);
         c->handed++;

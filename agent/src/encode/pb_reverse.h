@@ -20,6 +20,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "../core/small_copy.h"
+
 enum { SW__PB_VARINT = 0, SW__PB_LEN = 2 };
 
 typedef struct sw__pbr {
@@ -116,7 +118,7 @@ static inline void sw__pbr_string_n(sw__pbr_t *w, unsigned field, const char *s,
         return;
     }
     w->p -= n;
-    memcpy(w->p, s, n);
+    sw__copy(w->p, s, n);
     sw__pbr_varint(w, n);
     sw__pbr_key(w, field, SW__PB_LEN);
 }
@@ -132,7 +134,7 @@ static inline void sw__pbr_raw(sw__pbr_t *w, const uint8_t *data, size_t n)
 {
     if (n != 0 && sw__pbr_room(w, n)) {
         w->p -= n;
-        memcpy(w->p, data, n);
+        sw__copy(w->p, data, n);
     }
 }
 
@@ -188,7 +190,7 @@ static inline void sw__pbr_string_u(sw__pbr_t *w, unsigned field, const char *s,
 {
     if (n != 0) {
         w->p -= n;
-        memcpy(w->p, s, n);
+        sw__copy(w->p, s, n);
         sw__pbr_varint_u(w, n);
         *--w->p = (uint8_t)(field << 3 | SW__PB_LEN);
     }

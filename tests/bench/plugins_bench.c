@@ -72,6 +72,7 @@
 #include <unistd.h>
 
 #include "test_util.h"
+#include "thread_stat.h"
 
 #define ROUNDS_MAX         31
 #define WARMUP_CALLS       200
@@ -159,37 +160,12 @@ static int64_t cpu_now_ns(void)
 }
 
 /* CPU time (ns) of the agent's segment consumer thread (named "sw-segment-c0" by the
-   DataCarrier: "<carrier name, 10 chars>-c<index>"), from /proc/self/task/<tid>/schedstat; -1
-   when there is none (the plain client) or it cannot be read. */
+   DataCarrier: "<carrier name, 10 chars>-c<index>"); -1 when there is none (the plain client) or
+   it cannot be read. */
 static int64_t consumer_cpu_ns(void)
 {
-    DIR *d = opendir("/proc/self/task");
-    if (d == NULL) {
-        return -1;
-    }
-    int64_t ns = -1;
-    struct dirent *e;
-    while (ns < 0 && (e = readdir(d)) != NULL) {
-        char path[300], name[32] = "";
-        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
-        FILE *f = fopen(path, "r");
-        if (f == NULL) {
-            continue;
-        }
-        bool consumer = fgets(name, sizeof name, f) != NULL && strcmp(name, "sw-segment-c0\n") == 0;
-        fclose(f);
-        snprintf(path, sizeof path, "/proc/self/task/%s/schedstat", e->d_name);
-        long long run = -1;
-        if (consumer && (f = fopen(path, "r")) != NULL) {
-            if (fscanf(f, "%lld", &run) != 1) {
-                run = -1;
-            }
-            fclose(f);
-        }
-        ns = run;
-    }
-    closedir(d);
-    return ns;
+    double ns;
+    return thread_stat_read("sw-segment-c0", &ns, NULL) ? (int64_t)ns : -1;
 }
 
 /* Framed records (varint length + bytes) of the segment file counted so far, and where the

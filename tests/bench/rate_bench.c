@@ -18,17 +18,18 @@
  *
  * Usage: rate_bench [--smoke] [--rounds R] (3 rounds; figures are medians over them)
  * Last line: ns_per_segment_100= ns_per_segment_100_cycle20= ns_per_segment_1000=
- *            ns_per_segment_1000_cycle20= consumer_wakes_per_s_100= consumer_wakes_per_s_100_cycle20=
- *            rounds=
+ *   ns_per_segment_1000_cycle20= consumer_wakes_per_s_100= consumer_wakes_per_s_100_cycle20=
+ *   rounds=
  */
-#include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "bench_stats.h"
 #include "skywalking.h"
+#include "thread_stat.h"
 
 enum { MAX_ROUNDS = 15, CYCLES = 2, RATES = 2 };
 static const uint32_t cycles_ms[CYCLES] = {500, 20}; /* the default first */
@@ -41,45 +42,10 @@ static double clock_ns_of(clockid_t id)
     return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }
 
-/* The agent's segment consumer thread ("sw-segment-c0"): its CPU time (ns) and the times it
-   blocked; false when it cannot be found. */
+/* The agent's segment consumer thread: its CPU time (ns) and the times it blocked. */
 static bool consumer_read(double *cpu_ns, long *blocks)
 {
-    DIR *d = opendir("/proc/self/task");
-    if (d == NULL) {
-        return false;
-    }
-    bool found = false;
-    struct dirent *e;
-    while (!found && (e = readdir(d)) != NULL) {
-        char path[300], line[128] = "";
-        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
-        FILE *f = fopen(path, "r");
-        if (f == NULL) {
-            continue;
-        }
-        bool match = fgets(line, sizeof line, f) != NULL && strcmp(line, "sw-segment-c0\n") == 0;
-        fclose(f);
-        if (!match) {
-            continue;
-        }
-        snprintf(path, sizeof path, "/proc/self/task/%s/schedstat", e->d_name);
-        if ((f = fopen(path, "r")) != NULL) {
-            found = fscanf(f, "%lf", cpu_ns) == 1;
-            fclose(f);
-        }
-        snprintf(path, sizeof path, "/proc/self/task/%s/status", e->d_name);
-        if (found && (f = fopen(path, "r")) != NULL) {
-            while (fgets(line, sizeof line, f) != NULL) {
-                if (sscanf(line, "voluntary_ctxt_switches: %ld", blocks) == 1) {
-                    break;
-                }
-            }
-            fclose(f);
-        }
-    }
-    closedir(d);
-    return found;
+    return thread_stat_read("sw-segment-c0", cpu_ns, blocks);
 }
 
 typedef struct window {
@@ -132,8 +98,9 @@ static window_t run_window(uint32_t cycle_ms, int rate, double seconds)
     clock_gettime(CLOCK_MONOTONIC, &next);
     double t0 = clock_ns_of(CLOCK_MONOTONIC);
     for (int i = 0; i < n; i++) {
+        /* Two reads around nothing (h0, c0), then the span calls (c0, c1). */
         double h0 = clock_ns_of(CLOCK_THREAD_CPUTIME_ID);
-        double c0 = clock_ns_of(CLOCK_THREAD_CPUTIME_ID); /* also the end of two reads around nothing */
+        double c0 = clock_ns_of(CLOCK_THREAD_CPUTIME_ID);
         sw_entry_span_begin("GET /orders", NULL);
         sw_span_tag("http.method", "GET");
         sw_span_end();
@@ -161,18 +128,6 @@ static window_t run_window(uint32_t cycle_ms, int rate, double seconds)
     }
     return (window_t){(caller_ns - harness_ns + cons1 - cons0) / n, (cons1 - cons0) / n,
                       (double)(blocks1 - blocks0) / elapsed_s};
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return v[n / 2];
 }
 
 int main(int argc, char **argv)
@@ -209,8 +164,8 @@ int main(int argc, char **argv)
     double m[CYCLES][RATES], wk[CYCLES][RATES];
     for (int c = 0; c < CYCLES; c++) {
         for (int q = 0; q < RATES; q++) {
-            m[c][q] = median(cost[c][q], rounds);
-            wk[c][q] = median(wakes[c][q], rounds);
+            m[c][q] = bench_median(cost[c][q], rounds);
+            wk[c][q] = bench_median(wakes[c][q], rounds);
         }
     }
     printf("ns_per_segment_100=%.0f ns_per_segment_100_cycle20=%.0f ns_per_segment_1000=%.0f "

@@ -4,7 +4,6 @@
  * with a message when they expire.
  */
 #include <criterion/criterion.h>
-#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -13,6 +12,7 @@
 #include <time.h>
 
 #include "datacarrier.h"
+#include "thread_stat.h"
 
 /* Long enough that only a hung carrier can exceed it, even under TSan on a busy machine. */
 #define WAIT_LIMIT_S 5
@@ -456,37 +456,12 @@ Test(datacarrier, destroy_without_shutdown_delivers_and_exits_once)
     recorder_fini(&r);
 }
 
-/* The times the thread named `name` of this process has blocked (voluntary_ctxt_switches in
-   /proc/self/task/<tid>/status); -1 when there is no such thread. */
+/* The times the thread named `name` of this process has blocked; -1 when there is no such
+   thread. */
 static long thread_blocks(const char *name)
 {
-    DIR *d = opendir("/proc/self/task");
-    cr_assert_not_null(d, "cannot list /proc/self/task");
     long blocks = -1;
-    struct dirent *e;
-    while (blocks < 0 && (e = readdir(d)) != NULL) {
-        char path[300], line[128] = "";
-        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
-        FILE *f = fopen(path, "r");
-        if (f == NULL) {
-            continue;
-        }
-        bool match = fgets(line, sizeof line, f) != NULL && strcspn(line, "\n") == strlen(name) &&
-                     strncmp(line, name, strlen(name)) == 0;
-        fclose(f);
-        snprintf(path, sizeof path, "/proc/self/task/%s/status", e->d_name);
-        if (!match || (f = fopen(path, "r")) == NULL) {
-            continue;
-        }
-        while (fgets(line, sizeof line, f) != NULL) {
-            if (sscanf(line, "voluntary_ctxt_switches: %ld", &blocks) == 1) {
-                break;
-            }
-        }
-        fclose(f);
-    }
-    closedir(d);
-    return blocks;
+    return thread_stat_read(name, NULL, &blocks) ? blocks : -1;
 }
 
 Test(datacarrier, idle_consumer_sleeps_until_a_store)

@@ -15,9 +15,21 @@
 #include <stdint.h>
 #include <string.h>
 
-/* Copies n bytes from src to dst (which must not overlap), like memcpy. Up to 32 bytes it moves
-   the first and the last 4, 8 or 16 bytes (the two moves overlap when n is not twice that);
-   the fixed-size memcpy calls below compile to single loads and stores. */
+/* Copies the first and the last `width` bytes of src[0..n) (width <= n <= 2 * width; the two
+   overlap when n < 2 * width). `width` is a constant at every call, so the fixed-size memcpy
+   calls compile to single loads and stores. */
+static inline __attribute__((always_inline)) void
+sw__copy_ends(unsigned char *d, const unsigned char *s, size_t n, size_t width)
+{
+    unsigned char head[16], tail[16];
+    memcpy(head, s, width);
+    memcpy(tail, s + n - width, width);
+    memcpy(d, head, width);
+    memcpy(d + n - width, tail, width);
+}
+
+/* Copies n bytes from src to dst (which must not overlap), like memcpy: up to 32 bytes as the
+   first and the last 16, 8 or 4 bytes, below 4 byte by byte, beyond 32 with memcpy. */
 static inline void sw__copy(void *dst, const void *src, size_t n)
 {
     unsigned char *d = dst;
@@ -25,25 +37,11 @@ static inline void sw__copy(void *dst, const void *src, size_t n)
     if (n > 32) {
         memcpy(d, s, n);
     } else if (n >= 16) {
-        struct sixteen {
-            uint64_t a, b;
-        } head, tail;
-        memcpy(&head, s, 16);
-        memcpy(&tail, s + n - 16, 16);
-        memcpy(d, &head, 16);
-        memcpy(d + n - 16, &tail, 16);
+        sw__copy_ends(d, s, n, 16);
     } else if (n >= 8) {
-        uint64_t head, tail;
-        memcpy(&head, s, 8);
-        memcpy(&tail, s + n - 8, 8);
-        memcpy(d, &head, 8);
-        memcpy(d + n - 8, &tail, 8);
+        sw__copy_ends(d, s, n, 8);
     } else if (n >= 4) {
-        uint32_t head, tail;
-        memcpy(&head, s, 4);
-        memcpy(&tail, s + n - 4, 4);
-        memcpy(d, &head, 4);
-        memcpy(d + n - 4, &tail, 4);
+        sw__copy_ends(d, s, n, 4);
     } else if (n > 0) {
         d[0] = s[0];
         d[n / 2] = s[n / 2];

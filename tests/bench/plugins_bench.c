@@ -168,41 +168,40 @@ static int64_t consumer_cpu_ns(void)
     return thread_stat_read("sw-segment-c0", &ns, NULL) ? (int64_t)ns : -1;
 }
 
-/* Framed records (varint length + bytes) of the segment file counted so far, and where the
-   next one starts: drain_wait reads each record's header once. Client mode only. */
-static long file_records;
-static off_t file_next;
-
-/* Counts the whole records the segment file holds now (from where the last count stopped). */
-static long file_records_count(const char *path)
+/* Whole segments in a file reporter's output (length-delimited records; a record the file does
+   not hold all of yet is not counted). -1: corrupt. */
+static long segments_count(const char *path)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    FILE *f = fopen(path, "rb");
     struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0) {
-        if (fd >= 0) {
-            close(fd);
+    if (f == NULL || fstat(fileno(f), &st) != 0) {
+        if (f != NULL) {
+            fclose(f);
         }
-        return file_records;
+        return 0;
     }
+    long n = 0;
     for (;;) {
-        uint8_t head[10];
-        ssize_t n = pread(fd, head, sizeof head, file_next);
         uint64_t len = 0;
-        int k = 0;
-        for (; k < n && k < 10; k++) {
-            len |= (uint64_t)(head[k] & 0x7f) << (7 * k);
-            if ((head[k] & 0x80) == 0) {
+        int shift = 0, ch = 0;
+        while ((ch = fgetc(f)) != EOF && shift < 64) {
+            len |= (uint64_t)(ch & 0x7f) << shift;
+            shift += 7;
+            if ((ch & 0x80) == 0) {
                 break;
             }
         }
-        if (n <= 0 || k == n || file_next + k + 1 + (off_t)len > st.st_size) {
-            break; /* no whole record yet */
+        if (ch == EOF || ftell(f) + (off_t)len > st.st_size) {
+            break;
         }
-        file_next += k + 1 + (off_t)len;
-        file_records++;
+        if (fseek(f, (long)len, SEEK_CUR) != 0) {
+            n = -1;
+            break;
+        }
+        n++;
     }
-    close(fd);
-    return file_records;
+    fclose(f);
+    return n;
 }
 
 /* Waits (at most 30 s, polling every 10 ms) until the agent has written one segment per call
@@ -212,7 +211,7 @@ static void drain_wait(long calls)
 {
     const char *path = getenv("SW_REPORTER_FILE_PATH");
     for (int waited = 0; path != NULL && waited < 30000; waited += 10) {
-        if (file_records_count(path) >= calls) {
+        if (segments_count(path) >= calls) {
             return;
         }
         struct timespec ts = {0, 10000000};
@@ -561,37 +560,6 @@ static void clients_end(void)
             clients[i].server_pinned = false;
         }
     }
-}
-
-/* Segments in a file reporter's output (length-delimited records). -1: corrupt. */
-static long segments_count(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
-        return 0;
-    }
-    long n = 0;
-    for (;;) {
-        uint64_t len = 0;
-        int shift = 0, ch = 0;
-        while ((ch = fgetc(f)) != EOF && shift < 64) {
-            len |= (uint64_t)(ch & 0x7f) << shift;
-            shift += 7;
-            if ((ch & 0x80) == 0) {
-                break;
-            }
-        }
-        if (ch == EOF) {
-            break;
-        }
-        if (fseek(f, (long)len, SEEK_CUR) != 0) {
-            n = -1;
-            break;
-        }
-        n++;
-    }
-    fclose(f);
-    return n;
 }
 
 /* The segment file of a round must hold one segment per call of the traced client. */

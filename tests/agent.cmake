@@ -54,6 +54,8 @@ if(TARGET skywalking)
   target_include_directories(span_bench PRIVATE ${PROJECT_SOURCE_DIR}/agent/src)
   # What the agent costs per segment at 100 and 1000 segments/s (the consumer's wake-ups).
   sw_add_bench(rate_bench SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/bench/rate_bench.c LIBS skywalking)
+  # What a traced call costs when the caches are cold, as a real server leaves them.
+  sw_add_bench(cold_bench SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/bench/cold_bench.c LIBS skywalking)
   # What recording a user meter costs, against an atomic increment.
   sw_add_bench(meter_bench SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/bench/meter_bench.c
                LIBS skywalking)

@@ -34,6 +34,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "agent_drain.h"
 #include "bench_stats.h"
 #include "skywalking.h"
 #include "thread_stat.h"
@@ -99,22 +100,6 @@ static void traced_call(void)
     sw_span_end();
 }
 
-/* Waits (bounded, 10 s) until every finished segment is accounted for; false on timeout. */
-static bool drained(void)
-{
-    for (int i = 0; i < 10000; i++) {
-        sw_stats_t st;
-        sw_stats(&st);
-        if (st.segments_reported + st.segments_dropped + st.segments_failed ==
-            st.segments_finished) {
-            return true;
-        }
-        struct timespec ms = {0, 1000000};
-        nanosleep(&ms, NULL);
-    }
-    return false;
-}
-
 int main(int argc, char **argv)
 {
     int calls = 1500;
@@ -152,7 +137,7 @@ int main(int argc, char **argv)
         traced_call();
     }
     double cons0 = 0, cons1 = 0;
-    if (!drained() || !thread_stat_read("sw-segment-c0", &cons0, NULL)) {
+    if (!agent_drained() || !thread_stat_read("sw-segment-c0", &cons0, NULL)) {
         fprintf(stderr, "cold_bench: the agent's consumer thread was not found or not drained\n");
         return 1;
     }
@@ -173,7 +158,7 @@ int main(int argc, char **argv)
             samples[(s * 2 + 1) * calls + i] = t1 - t0;
         }
     }
-    if (!drained() || !thread_stat_read("sw-segment-c0", &cons1, NULL)) {
+    if (!agent_drained() || !thread_stat_read("sw-segment-c0", &cons1, NULL)) {
         fprintf(stderr, "cold_bench: the consumer did not report every segment within 10 s\n");
         return 1;
     }

@@ -27,6 +27,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "agent_drain.h"
 #include "bench_stats.h"
 #include "skywalking.h"
 #include "thread_stat.h"
@@ -54,22 +55,6 @@ typedef struct window {
     double wakes_per_s;    /* the consumer's blocks per second */
 } window_t;
 
-/* Waits (bounded, 10 s) until every finished segment is accounted for; false on timeout. */
-static bool drained(void)
-{
-    for (int i = 0; i < 10000; i++) {
-        sw_stats_t st;
-        sw_stats(&st);
-        if (st.segments_reported + st.segments_dropped + st.segments_failed ==
-            st.segments_finished) {
-            return true;
-        }
-        struct timespec ms = {0, 1000000};
-        nanosleep(&ms, NULL);
-    }
-    return false;
-}
-
 static window_t run_window(uint32_t cycle_ms, int rate, double seconds)
 {
     sw_config_t cfg;
@@ -87,7 +72,7 @@ static window_t run_window(uint32_t cycle_ms, int rate, double seconds)
     sw_span_end();
     double cons0 = 0, cons1 = 0;
     long blocks0 = 0, blocks1 = 0;
-    if (!drained() || !consumer_read(&cons0, &blocks0)) {
+    if (!agent_drained() || !consumer_read(&cons0, &blocks0)) {
         fprintf(stderr, "rate_bench: the agent's consumer thread was not found or not drained\n");
         exit(1);
     }
@@ -115,7 +100,7 @@ static window_t run_window(uint32_t cycle_ms, int rate, double seconds)
         clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL); /* the pacing */
     }
     double elapsed_s = (clock_ns_of(CLOCK_MONOTONIC) - t0) / 1e9;
-    if (!drained() || !consumer_read(&cons1, &blocks1)) {
+    if (!agent_drained() || !consumer_read(&cons1, &blocks1)) {
         fprintf(stderr, "rate_bench: the consumer did not report every segment within 10 s\n");
         exit(1);
     }

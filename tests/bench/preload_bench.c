@@ -14,12 +14,14 @@
  *      against a call that is traced (a span opened and removed by the minimum duration).
  *
  * Usage: preload_bench [--smoke]. Last line: rps_off= rps_on= overhead_pct= cpu_us_per_req_off=
- * cpu_us_per_req_on= cpu_us_per_req_delta= cpu_overhead_pct= cyg_filtered_ns= cyg_traced_ns=
- * ratio_traced_to_filtered=
+ * cpu_us_per_req_on= cpu_us_per_req_delta= cpu_overhead_pct= consumer_us_per_req=
+ * cyg_filtered_ns= cyg_traced_ns= ratio_traced_to_filtered=
  *
  * cpu_us_per_req_delta is the median over the rounds of each back-to-back pair's traced minus
  * untraced server CPU per request (target <= 0.5 us); cpu_overhead_pct is it relative to the
- * untraced median.
+ * untraced median. consumer_us_per_req is the median of the part of the traced server's CPU per
+ * request that its agent consumer thread used (its /proc schedstat; < 0 when it was not found):
+ * writing the segments to the file; the rest of the delta is the server's own threads'.
  *
  * cpu_us_per_req_* is the server's own CPU time (all its threads, the agent's consumer included)
  * per request served, from the process's CPU-time clock (clock_getcpuclockid, ns resolution):
@@ -40,6 +42,7 @@
 
 #include "skywalking.h"
 #include "test_util.h"
+#include "thread_stat.h"
 
 void __cyg_profile_func_enter(void *fn, void *site);
 void __cyg_profile_func_exit(void *fn, void *site);
@@ -140,18 +143,32 @@ static double process_cpu_s(pid_t pid)
 
 typedef struct round_result {
     double rps;
-    double cpu_us_per_req; /* server CPU time per request: insensitive to the machine's load */
+    double cpu_us_per_req;      /* server CPU time per request: insensitive to the machine's load */
+    double consumer_us_per_req; /* the part of it the agent's consumer thread used; < 0: none */
 } round_result_t;
 
-/* One measured load against a running server: requests/s and its CPU per request. */
+/* CPU ns the agent's consumer thread of process `pid` has used so far; < 0 when it has none. */
+static double consumer_cpu_ns(pid_t pid)
+{
+    char proc[32];
+    snprintf(proc, sizeof proc, "%d", (int)pid);
+    double ns;
+    return thread_stat_read_of(proc, "sw-segment-c0", &ns, NULL) ? ns : -1;
+}
+
+/* One measured load against a running server: requests/s, its CPU per request and its
+   consumer thread's part. */
 static round_result_t http_measure(const server_t *s, int seconds)
 {
-    round_result_t res = {-1, -1};
-    double cpu0 = process_cpu_s(s->pid);
+    round_result_t res = {-1, -1, -1};
+    double cpu0 = process_cpu_s(s->pid), cons0 = consumer_cpu_ns(s->pid);
     res.rps = load_run(s->port, seconds);
-    double cpu1 = process_cpu_s(s->pid);
+    double cpu1 = process_cpu_s(s->pid), cons1 = consumer_cpu_ns(s->pid);
     if (cpu0 >= 0 && cpu1 >= 0 && res.rps > 0) {
         res.cpu_us_per_req = (cpu1 - cpu0) * 1e6 / (res.rps * seconds);
+    }
+    if (cons0 >= 0 && cons1 >= 0 && res.rps > 0) {
+        res.consumer_us_per_req = (cons1 - cons0) / 1e3 / (res.rps * seconds);
     }
     return res;
 }
@@ -207,7 +224,7 @@ int main(int argc, char **argv)
         return 1;
     }
     double offs[MAX_ROUNDS], ons[MAX_ROUNDS], pcts[MAX_ROUNDS], cpu_offs[MAX_ROUNDS],
-        cpu_ons[MAX_ROUNDS], cpu_deltas[MAX_ROUNDS];
+        cpu_ons[MAX_ROUNDS], cpu_deltas[MAX_ROUNDS], consumers[MAX_ROUNDS];
     /* Both servers run for the whole measurement, so the rounds can alternate closely. */
     server_t plain = server_start(false, dir), preloaded = server_start(true, dir);
     if (plain.pid == 0 || preloaded.pid == 0 || load_run(plain.port, 1) < 0 ||
@@ -233,9 +250,10 @@ int main(int argc, char **argv)
         cpu_offs[r] = ra.cpu_us_per_req;
         cpu_ons[r] = rb.cpu_us_per_req;
         cpu_deltas[r] = cpu_ons[r] - cpu_offs[r];
+        consumers[r] = rb.consumer_us_per_req;
         printf("round %d: rps_off=%.0f rps_on=%.0f overhead_pct=%.2f server_cpu_us_per_req "
-               "off=%.2f on=%.2f delta=%.2f\n",
-               r, a, b, pcts[r], cpu_offs[r], cpu_ons[r], cpu_deltas[r]);
+               "off=%.2f on=%.2f delta=%.2f (agent consumer thread %.2f)\n",
+               r, a, b, pcts[r], cpu_offs[r], cpu_ons[r], cpu_deltas[r], consumers[r]);
         fflush(stdout);
         offs[r] = a;
         ons[r] = b;
@@ -246,7 +264,7 @@ int main(int argc, char **argv)
        back to back, which cancels most of a drift in the machine's load. */
     double off = median(offs, rounds), on = median(ons, rounds), pct = median(pcts, rounds);
     double cpu_off = median(cpu_offs, rounds), cpu_on = median(cpu_ons, rounds);
-    double cpu_delta = median(cpu_deltas, rounds);
+    double cpu_delta = median(cpu_deltas, rounds), consumer = median(consumers, rounds);
     printf("server CPU per request: off %.2f us, on %.2f us, traced minus untraced %.2f us "
            "(median of %d back-to-back pairs, %.2f..%.2f)\n",
            cpu_off, cpu_on, cpu_delta, rounds, cpu_deltas[0], cpu_deltas[rounds - 1]);
@@ -281,8 +299,9 @@ int main(int argc, char **argv)
     rmdir(dir);
     printf("rps_off=%.0f rps_on=%.0f overhead_pct=%.2f cpu_us_per_req_off=%.2f "
            "cpu_us_per_req_on=%.2f cpu_us_per_req_delta=%.2f cpu_overhead_pct=%.2f "
-           "cyg_filtered_ns=%.2f cyg_traced_ns=%.1f ratio_traced_to_filtered=%.1f\n",
-           off, on, pct, cpu_off, cpu_on, cpu_delta, 100.0 * cpu_delta / cpu_off, filtered, traced,
-           traced / filtered);
+           "consumer_us_per_req=%.2f cyg_filtered_ns=%.2f cyg_traced_ns=%.1f "
+           "ratio_traced_to_filtered=%.1f\n",
+           off, on, pct, cpu_off, cpu_on, cpu_delta, 100.0 * cpu_delta / cpu_off, consumer,
+           filtered, traced, traced / filtered);
     return 0;
 }

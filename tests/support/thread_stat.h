@@ -11,22 +11,25 @@
 #include <string.h>
 
 /*
- * Finds the thread of this process whose name (/proc/self/task/<tid>/comm) is `comm` and reads
- * its CPU time in ns (schedstat's first field) into *cpu_ns and the times it blocked
- * (voluntary_ctxt_switches) into *blocks, either may be NULL. Returns false when there is no
- * such thread or its files cannot be read.
+ * Finds the thread of process `proc` ("self" or a pid in decimal) whose name
+ * (/proc/<proc>/task/<tid>/comm) is `comm` and reads its CPU time in ns (schedstat's first field)
+ * into *cpu_ns and the times it blocked (voluntary_ctxt_switches) into *blocks, either may be
+ * NULL. Returns false when there is no such thread or its files cannot be read.
  */
-static inline bool thread_stat_read(const char *comm, double *cpu_ns, long *blocks)
+static inline bool thread_stat_read_of(const char *proc, const char *comm, double *cpu_ns,
+                                       long *blocks)
 {
-    DIR *d = opendir("/proc/self/task");
+    char dir[64];
+    snprintf(dir, sizeof dir, "/proc/%s/task", proc);
+    DIR *d = opendir(dir);
     if (d == NULL) {
         return false;
     }
     bool found = false;
     struct dirent *e;
     while (!found && (e = readdir(d)) != NULL) {
-        char path[300], line[128] = "";
-        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+        char path[400], line[128] = "";
+        snprintf(path, sizeof path, "%s/%s/comm", dir, e->d_name);
         FILE *f = fopen(path, "r");
         if (f == NULL) {
             continue;
@@ -39,12 +42,12 @@ static inline bool thread_stat_read(const char *comm, double *cpu_ns, long *bloc
         }
         double cpu = 0;
         long n = -1;
-        snprintf(path, sizeof path, "/proc/self/task/%s/schedstat", e->d_name);
+        snprintf(path, sizeof path, "%s/%s/schedstat", dir, e->d_name);
         if ((f = fopen(path, "r")) != NULL) {
             found = fscanf(f, "%lf", &cpu) == 1;
             fclose(f);
         }
-        snprintf(path, sizeof path, "/proc/self/task/%s/status", e->d_name);
+        snprintf(path, sizeof path, "%s/%s/status", dir, e->d_name);
         if (found && (f = fopen(path, "r")) != NULL) {
             while (fgets(line, sizeof line, f) != NULL &&
                    sscanf(line, "voluntary_ctxt_switches: %ld", &n) != 1) {
@@ -61,6 +64,12 @@ static inline bool thread_stat_read(const char *comm, double *cpu_ns, long *bloc
     }
     closedir(d);
     return found;
+}
+
+/* thread_stat_read_of for a thread of this process. */
+static inline bool thread_stat_read(const char *comm, double *cpu_ns, long *blocks)
+{
+    return thread_stat_read_of("self", comm, cpu_ns, blocks);
 }
 
 #endif /* THREAD_STAT_H */

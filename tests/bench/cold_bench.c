@@ -43,7 +43,7 @@
 /* 786432 four-byte adds, 3 MiB of code run once from start to end: more than the L2 of the
    x86-64 CPUs this runs on (1-2 MiB), so nothing of the agent's code is left there. */
 uint64_t cold_bench_code_run(void);
-__asm__(".text\n"
+__asm__(".pushsection .text\n"
         ".globl cold_bench_code_run\n"
         ".type cold_bench_code_run, @function\n"
         "cold_bench_code_run:\n"
@@ -52,7 +52,8 @@ __asm__(".text\n"
         "  add $1, %rax\n"
         "  .endr\n"
         "  ret\n"
-        ".size cold_bench_code_run, .-cold_bench_code_run\n");
+        ".size cold_bench_code_run, .-cold_bench_code_run\n"
+        ".popsection\n");
 static const bool code_eviction = true;
 #else
 static uint64_t cold_bench_code_run(void)

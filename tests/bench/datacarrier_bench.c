@@ -418,31 +418,24 @@ static double drop_pct_at(double rate, double seconds, double *offered_rate)
 
 typedef struct stall_probe {
     double seconds;
-    uint64_t limit_ns; /* a gap longer than this is counted */
-    uint64_t over;     /* gaps longer than limit_ns */
-    uint64_t longest_ns;
+    double limit_s;   /* a gap longer than this is counted */
+    uint64_t over;    /* gaps longer than limit_s */
+    double longest_s; /* the longest gap */
 } stall_probe_t;
-
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* Reads the clock back to back for p->seconds; a long gap between two reads is time this
    thread did not run (an interrupt, another task, the hypervisor). */
 static void *stall_probe_main(void *arg)
 {
     stall_probe_t *p = arg;
-    uint64_t start = mono_ns(), prev = start, end = start + (uint64_t)(p->seconds * 1e9);
-    while (prev < end) {
-        uint64_t t = mono_ns();
-        if (t - prev > p->limit_ns) {
+    double start = now_s(), prev = start;
+    while (prev - start < p->seconds) {
+        double t = now_s();
+        if (t - prev > p->limit_s) {
             p->over++;
         }
-        if (t - prev > p->longest_ns) {
-            p->longest_ns = t - prev;
+        if (t - prev > p->longest_s) {
+            p->longest_s = t - prev;
         }
         prev = t;
     }
@@ -452,13 +445,13 @@ static void *stall_probe_main(void *arg)
 /*
  * What the machine alone does to two busy threads (the paced run's producer and consumer):
  * two threads read the clock back to back for `seconds`; *per_s is how many times per second
- * one of them did not run for longer than `limit_ns` (the time the producer's ring takes to
+ * one of them did not run for longer than `limit_s` (the time the producer's ring takes to
  * fill at the offered rate: a consumer off the CPU that long drops, whatever its policy), and
  * *longest_us the longest such gap.
  */
-static void machine_stalls(double seconds, uint64_t limit_ns, double *per_s, double *longest_us)
+static void machine_stalls(double seconds, double limit_s, double *per_s, double *longest_us)
 {
-    stall_probe_t p[2] = {{seconds, limit_ns, 0, 0}, {seconds, limit_ns, 0, 0}};
+    stall_probe_t p[2] = {{seconds, limit_s, 0, 0}, {seconds, limit_s, 0, 0}};
     pthread_t t[2];
     for (int i = 0; i < 2; i++) {
         pthread_create(&t[i], NULL, stall_probe_main, &p[i]);
@@ -467,8 +460,7 @@ static void machine_stalls(double seconds, uint64_t limit_ns, double *per_s, dou
         pthread_join(t[i], NULL);
     }
     *per_s = (double)(p[0].over + p[1].over) / seconds;
-    uint64_t longest = p[0].longest_ns > p[1].longest_ns ? p[0].longest_ns : p[1].longest_ns;
-    *longest_us = (double)longest / 1e3;
+    *longest_us = (p[0].longest_s > p[1].longest_s ? p[0].longest_s : p[1].longest_s) * 1e6;
 }
 
 int main(int argc, char **argv)
@@ -531,12 +523,12 @@ int main(int argc, char **argv)
     printf("drops at half the 1P1C capacity (%.0f items/s planned, %.0f offered, paced): "
            "%.4f%%\n",
            half_rate, offered_rate, drop_half);
-    uint64_t ring_fill_ns = (uint64_t)(BUFFER / half_rate * 1e9);
+    double ring_fill_s = BUFFER / half_rate;
     double stalls_per_s, stall_longest_us;
-    machine_stalls(seconds, ring_fill_ns, &stalls_per_s, &stall_longest_us);
+    machine_stalls(seconds, ring_fill_s, &stalls_per_s, &stall_longest_us);
     printf("machine stalls: two threads that only read the clock did not run for more than "
            "%.1f us (the ring's fill time at that rate) %.0f times/s, longest %.0f us\n",
-           (double)ring_fill_ns / 1e3, stalls_per_s, stall_longest_us);
+           ring_fill_s * 1e6, stalls_per_s, stall_longest_us);
 
     printf("ratio_1p1c=%.2f ratio_2p1c=%.2f ratio_4p2c=%.2f blocking_ratio_1p1c=%.2f "
            "blocking_ratio_2p1c=%.2f blocking_ratio_4p2c=%.2f produce_ns=%.1f",
@@ -548,8 +540,7 @@ int main(int argc, char **argv)
            res[2][1].items_per_s / res[2][2].items_per_s, produce_ns);
     printf(" produce_2p_ns=%.1f drop_pct_half_load=%.4f half_load_offered=%.0f"
            " ring_fill_us=%.1f stalls_over_ring_fill_per_s=%.0f longest_stall_us=%.0f",
-           produce2_ns, drop_half, offered_rate, (double)ring_fill_ns / 1e3, stalls_per_s,
-           stall_longest_us);
+           produce2_ns, drop_half, offered_rate, ring_fill_s * 1e6, stalls_per_s, stall_longest_us);
     double cpus = 0;
     for (int sh = 0; sh < 3; sh++) {
         for (int k = 0; k < 3; k++) {

@@ -49,6 +49,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "agent_drain.h"
 #include "core/clock.h"
 #include "propagation/sw8.h"
 #include "skywalking.h"
@@ -128,19 +129,16 @@ static void pace(void)
     waited_cpu_ns += clock_ns_of(CLOCK_THREAD_CPUTIME_ID) - c0;
 }
 
-/* Waits (bounded) until every finished segment is accounted for. */
+/* Waits (bounded) until every finished segment is accounted for; *st: the counters then. */
 static void drain(sw_stats_t *st)
 {
     double c0 = clock_ns_of(CLOCK_THREAD_CPUTIME_ID);
-    double deadline = now_ns() + 10e9;
-    while (backlog(st) != 0) {
-        if (now_ns() > deadline) {
-            fprintf(stderr, "span_bench: the consumer did not report %llu segments in 10 s\n",
-                    (unsigned long long)backlog(st));
-            exit(1);
-        }
-        sleep_us(1000);
+    if (!agent_drained()) {
+        fprintf(stderr, "span_bench: the consumer did not report %llu segments in 10 s\n",
+                (unsigned long long)backlog(st));
+        exit(1);
     }
+    sw_stats(st);
     waited_cpu_ns += clock_ns_of(CLOCK_THREAD_CPUTIME_ID) - c0;
 }
 

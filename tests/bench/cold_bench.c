@@ -10,11 +10,19 @@
  *
  * The call is what the hiredis plugin records for a GET: an exit span with a peer, layer Cache,
  * component Redis and four tags, ended (the segment is finished, encoded and handed to the
- * consumer). It runs in three states, interleaved call by call:
+ * consumer). It runs in four states, interleaved call by call:
  *   hot:   right after the previous call of the same state;
- *   code:  after executing 3 MiB of straight-line code (evicts the instruction caches and the L2;
- *          x86-64 only, "na" elsewhere);
+ *   tlb:   after calling a `ret` at the start of each of 4096 pages and reading the first byte of
+ *          each of 4096 others: this evicts the address translations (the TLBs hold fewer
+ *          entries) but few cache lines (page-aligned lines all fall into the same few sets; the
+ *          page walks bring in 64 KiB of page-table lines), and, as a side effect, some branch
+ *          target entries (4096 returns); x86-64 only, "na" elsewhere;
+ *   code:  after executing 3 MiB of straight-line code (evicts the instruction caches, the L2 and
+ *          the instruction TLB; x86-64 only, "na" elsewhere);
  *   cold:  after that and writing one byte per line of 4 MiB of data (evicts the data caches too).
+ * On a 2-vCPU KVM guest "tlb" cost as much as "code" or more: much of a cold call's cost there is
+ * address translation (each TLB miss a nested page walk), so it grows with the pages of code and
+ * data a call touches, not only with its cache lines.
  * Each sample is the monotonic clock around the call minus the median of the same reads around
  * nothing in the same state (the reads after an eviction are slower too). The figures are medians:
  * a sample that the scheduler interrupted is an outlier, not a cost. consumer_ns_per_segment is
@@ -24,14 +32,15 @@
  * exits 1.
  *
  * Usage: cold_bench [--smoke] [--calls N] (default 1500 calls per state; --smoke: 100)
- * Last line: hot_call_ns= code_cold_call_ns= cold_call_ns= cold_extra_ns= consumer_ns_per_segment=
- *            cold_total_ns= calls=
+ * Last line: hot_call_ns= tlb_cold_call_ns= code_cold_call_ns= cold_call_ns= cold_extra_ns=
+ *            consumer_ns_per_segment= cold_total_ns= calls=
  * (cold_extra_ns = cold - hot; cold_total_ns = cold + consumer)
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "agent_drain.h"
@@ -55,6 +64,7 @@ __asm__(".pushsection .text\n"
         ".size cold_bench_code_run, .-cold_bench_code_run\n"
         ".popsection\n");
 static const bool code_eviction = true;
+static const uint8_t x86_ret = 0xc3;
 #else
 static uint64_t cold_bench_code_run(void)
 {
@@ -63,18 +73,57 @@ static uint64_t cold_bench_code_run(void)
 static const bool code_eviction = false;
 #endif
 
-enum { STATES = 3, DATA_BYTES = 4 << 20, MAX_CALLS = 100000 };
-static const char *const state_names[STATES] = {"hot", "code", "cold"};
+enum { STATES = 4, DATA_BYTES = 4 << 20, TLB_PAGES = 4096, PAGE = 4096, MAX_CALLS = 100000 };
+enum { HOT, TLB, CODE, COLD };
+static const char *const state_names[STATES] = {"hot", "tlb", "code", "cold"};
 
 static volatile uint64_t sink; /* keeps the evictions from being optimized away */
 static uint8_t *data_lines;
+static uint8_t *tlb_code, *tlb_data; /* TLB_PAGES pages each; tlb_code NULL: no tlb state */
+
+/* The pages of the tlb state: a `ret` at the start of each code page (mapped executable once
+   written), one byte at the start of each data page. */
+static void tlb_pages_map(void)
+{
+    size_t len = (size_t)TLB_PAGES * PAGE;
+    tlb_data = calloc(len, 1);
+#if defined(__x86_64__)
+    uint8_t *code = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (code == MAP_FAILED) {
+        return;
+    }
+    for (size_t i = 0; i < TLB_PAGES; i++) {
+        code[i * PAGE] = x86_ret;
+    }
+    if (mprotect(code, len, PROT_READ | PROT_EXEC) != 0) {
+        munmap(code, len);
+        return;
+    }
+    tlb_code = code;
+#endif
+}
+
+/* Whether this build can set up the state ("na" otherwise). */
+static bool state_runs(int state)
+{
+    return state == TLB ? tlb_code != NULL : state == CODE ? code_eviction : true;
+}
 
 static void evict(int state)
 {
-    if (state >= 1) {
+    if (state == TLB) {
+        uint64_t sum = 0;
+        for (size_t i = 0; i < TLB_PAGES; i++) {
+            ((void (*)(void))(void *)(tlb_code + i * PAGE))();
+            sum += ((volatile uint8_t *)tlb_data)[i * PAGE];
+        }
+        sink = sum;
+        return;
+    }
+    if (state >= CODE) {
         sink = cold_bench_code_run();
     }
-    if (state >= 2) {
+    if (state == COLD) {
         for (size_t i = 0; i < DATA_BYTES; i += 64) {
             data_lines[i]++;
         }
@@ -119,8 +168,9 @@ int main(int argc, char **argv)
         return 2;
     }
     data_lines = calloc(DATA_BYTES, 1);
+    tlb_pages_map();
     double *samples = malloc(sizeof(double) * (size_t)calls * STATES * 2);
-    if (data_lines == NULL || samples == NULL) {
+    if (data_lines == NULL || tlb_data == NULL || samples == NULL) {
         fprintf(stderr, "cold_bench: out of memory\n");
         return 1;
     }
@@ -147,6 +197,9 @@ int main(int argc, char **argv)
     /* samples[(state * 2 + traced) * calls + i] */
     for (int i = 0; i < calls; i++) {
         for (int s = 0; s < STATES; s++) {
+            if (!state_runs(s)) {
+                continue;
+            }
             evict(s);
             double t0 = now_ns();
             __asm__ volatile("" ::: "memory");
@@ -165,37 +218,44 @@ int main(int argc, char **argv)
     }
     sw_stats_t st;
     sw_stats(&st);
-    uint64_t segments = st.segments_finished - st0.segments_finished;
+    uint64_t segments = st.segments_finished - st0.segments_finished, states = 0;
+    for (int s = 0; s < STATES; s++) {
+        states += state_runs(s);
+    }
     if (sw_shutdown() != 0 || st.segments_dropped != 0 || st.segments_failed != 0 ||
-        segments != (uint64_t)calls * STATES) {
+        segments != (uint64_t)calls * states) {
         fprintf(stderr,
                 "cold_bench: %llu segments of %llu finished, %llu dropped, %llu failed: not a "
                 "measurement\n",
-                (unsigned long long)segments, (unsigned long long)calls * STATES,
+                (unsigned long long)segments, (unsigned long long)calls * states,
                 (unsigned long long)st.segments_dropped, (unsigned long long)st.segments_failed);
         return 1;
     }
     double call_ns[STATES];
+    char shown[STATES][32];
     for (int s = 0; s < STATES; s++) {
+        if (!state_runs(s)) {
+            snprintf(shown[s], sizeof shown[s], "na");
+            printf("%-4s: na\n", state_names[s]);
+            continue;
+        }
         double empty = bench_median(samples + (s * 2) * calls, calls);
         call_ns[s] = bench_median(samples + (s * 2 + 1) * calls, calls) - empty;
+        snprintf(shown[s], sizeof shown[s], "%.0f", call_ns[s]);
         printf("%-4s: %.0f ns per traced call (clock reads %.0f ns, subtracted)\n", state_names[s],
                call_ns[s], empty);
     }
     double consumer_ns = (cons1 - cons0) / (double)segments;
     printf("consumer: %.0f ns per segment\n", consumer_ns);
-    if (code_eviction) {
-        printf("hot_call_ns=%.0f code_cold_call_ns=%.0f cold_call_ns=%.0f cold_extra_ns=%.0f "
-               "consumer_ns_per_segment=%.0f cold_total_ns=%.0f calls=%d\n",
-               call_ns[0], call_ns[1], call_ns[2], call_ns[2] - call_ns[0], consumer_ns,
-               call_ns[2] + consumer_ns, calls);
-    } else {
-        printf("hot_call_ns=%.0f code_cold_call_ns=na cold_call_ns=%.0f cold_extra_ns=%.0f "
-               "consumer_ns_per_segment=%.0f cold_total_ns=%.0f calls=%d\n",
-               call_ns[0], call_ns[2], call_ns[2] - call_ns[0], consumer_ns,
-               call_ns[2] + consumer_ns, calls);
-    }
+    printf("hot_call_ns=%s tlb_cold_call_ns=%s code_cold_call_ns=%s cold_call_ns=%s "
+           "cold_extra_ns=%.0f consumer_ns_per_segment=%.0f cold_total_ns=%.0f calls=%d\n",
+           shown[HOT], shown[TLB], shown[CODE], shown[COLD], call_ns[COLD] - call_ns[HOT],
+           consumer_ns, call_ns[COLD] + consumer_ns, calls);
     free(samples);
     free(data_lines);
+    free(tlb_data);
+    if (tlb_code != NULL) {
+        munmap(tlb_code, (size_t)TLB_PAGES * PAGE);
+    }
     return 0;
 }

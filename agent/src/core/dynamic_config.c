@@ -4,6 +4,7 @@
  */
 #include "swc_errbuf.h"
 #include "dynamic_config.h"
+#include "locality.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -136,7 +137,7 @@ SW__HOT bool sw__dyncfg_ignored(const char *op)
     return false;
 }
 
-uint32_t sw__dyncfg_span_limit(void)
+SW__HOT uint32_t sw__dyncfg_span_limit(void)
 {
     return atomic_load_explicit(&span_limit, memory_order_relaxed);
 }

@@ -15,6 +15,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "locality.h"
+
 /* Copies the first and the last `width` bytes of src[0..n) (width <= n <= 2 * width; the two
    overlap when n < 2 * width). `width` is a constant at every call, so the fixed-size memcpy
    calls compile to single loads and stores. */
@@ -29,8 +31,9 @@ sw__copy_ends(unsigned char *d, const unsigned char *s, size_t n, size_t width)
 }
 
 /* Copies n bytes from src to dst (which must not overlap), like memcpy: up to 32 bytes as the
-   first and the last 16, 8 or 4 bytes, below 4 byte by byte, beyond 32 with memcpy. */
-static inline void sw__copy(void *dst, const void *src, size_t n)
+   first and the last 16, 8 or 4 bytes, below 4 byte by byte, beyond 32 with memcpy. SW__HOT: a
+   copy the compiler keeps out of line lies in .text.hot with the rest of the per-call path. */
+static inline SW__HOT void sw__copy(void *dst, const void *src, size_t n)
 {
     unsigned char *d = dst;
     const unsigned char *s = src;

@@ -168,6 +168,27 @@ Test(config, bad_configuration_leaves_the_agent_off_and_the_host_running)
     cr_expect(!sw_enabled());
 }
 
+/* A value set in the struct outside the range the setting documents is refused, with the
+   setting's name, as the same value from the environment is: 0 is not "the default". */
+Test(config, struct_values_out_of_range_are_refused_by_name)
+{
+    const uint32_t cycles[] = {0, 60001};
+    for (size_t i = 0; i < sizeof cycles / sizeof *cycles; i++) {
+        sw_config_t c;
+        sw_config_init(&c);
+        c.buffer_consume_cycle_ms = cycles[i];
+        char err[256] = "";
+        cr_expect_eq(sw__config_finalize(&c, err, sizeof err), SW_ECONFIG, "%u ms accepted",
+                     cycles[i]);
+        cr_expect_not_null(strstr(err, "SW_BUFFER_CONSUME_CYCLE_MS must be in 1..60000"), "%s",
+                           err);
+    }
+    sw_config_t c;
+    sw_config_init(&c);
+    c.buffer_consume_cycle_ms = 1;
+    cr_expect_eq(sw__config_finalize(&c, NULL, 0), 0, "1 ms is in range");
+}
+
 /* Collects the items of `text` as "[item]" strings, through sw__list_next or, with `all`,
    sw__list_item_next. */
 static void list_collect(const char *text, bool all, char *out, size_t cap)

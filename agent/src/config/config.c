@@ -414,7 +414,7 @@ int sw__config_finalize(sw_config_t *cfg, char *errbuf, size_t errlen)
                            cfg->buffer_channel_size, cfg->buffer_buffer_size);
         return SW_ECONFIG;
     }
-    if (cfg->buffer_consume_cycle_ms > 60000) {
+    if (cfg->buffer_consume_cycle_ms < 1 || cfg->buffer_consume_cycle_ms > 60000) {
         swc__errbuf_printf(errbuf, errlen, "SW_BUFFER_CONSUME_CYCLE_MS must be in 1..60000, got %u",
                            cfg->buffer_consume_cycle_ms);
         return SW_ECONFIG;

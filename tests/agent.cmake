@@ -26,7 +26,7 @@ if(TARGET skywalking)
   target_include_directories(test_error_paths_sw PRIVATE ${PROJECT_SOURCE_DIR}/agent/src)
 
   # The direct SegmentObject writer against protobuf-c's packing (tests/support/segment_pbc.c).
-  # Copies of short strings without memcpy calls (agent/src/core/small_copy.h).
+  # Copies of short strings without memcpy calls (agent/src/util/small_copy.h).
   sw_add_unit_test(test_small_copy SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_small_copy.c)
   target_include_directories(test_small_copy PRIVATE ${PROJECT_SOURCE_DIR}/agent/src)
 

@@ -27,7 +27,7 @@ if(TARGET skywalking)
 endif()
 
 # Application logs (sw_log), the Start / Shutdown events and gRPC mutual TLS against the same
-# collector (agent/src/report/log_report.c, event_report.c, grpc_reporter_logs.c).
+# collector (agent/src/applog/log_report.c, event_report.c, grpc_reporter_logs.c).
 if(TARGET skywalking)
   sw_add_unit_test(test_log_report
     SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_log_report.c

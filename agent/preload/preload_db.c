@@ -11,7 +11,7 @@
 #include "../src/log/log.h"
 #include "preload.h"
 #include "skywalking.h"
-#include "../src/core/locality.h"
+#include "../src/util/locality.h"
 
 sw__db_settings_t sw__db_settings = {SW__PLUGIN_SQL_BODY_DEFAULT, false, true};
 

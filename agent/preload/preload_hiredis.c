@@ -34,7 +34,7 @@
 #include "preload.h"
 #include "preload_db.h"
 #include "preload_handle_map.h"
-#include "../src/core/locality.h"
+#include "../src/util/locality.h"
 
 #define PENDING_MAX 4096 /* appended commands remembered per context; later ones untraced */
 #define CMD_MAX     32

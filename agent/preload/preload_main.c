@@ -16,7 +16,7 @@
 #include "../src/log/log.h"
 #include "preload.h"
 #include "preload_db.h"
-#include "../src/core/locality.h"
+#include "../src/util/locality.h"
 
 _Thread_local bool sw__preload_busy;
 

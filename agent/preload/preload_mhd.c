@@ -23,7 +23,7 @@
 #include <sys/socket.h>
 
 #include "../src/core/context.h"
-#include "../src/core/ids.h"
+#include "../src/segment/ids.h"
 #include "../src/core/propagate.h"
 #include "preload.h"
 

@@ -28,7 +28,7 @@
 #include "preload.h"
 #include "preload_db.h"
 #include "preload_handle_map.h"
-#include "../src/core/locality.h"
+#include "../src/util/locality.h"
 
 #define PREPARED_MAX 256
 

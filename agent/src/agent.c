@@ -7,14 +7,14 @@
 
 #include "agent_internal.h"
 #include "config/config.h"
-#include "core/clock.h"
+#include "segment/clock.h"
 #include "core/context.h"
-#include "core/dynamic_config.h"
+#include "config/dynamic_config.h"
 #include "log/log.h"
-#include "report/log_report.h"
-#include "report/pipeline.h"
+#include "applog/log_report.h"
+#include "pipeline/pipeline.h"
 #include "swc_errbuf.h"
-#include "core/locality.h"
+#include "util/locality.h"
 
 /*
  * lifecycle serialises sw_init and sw_shutdown (global: the agent is process-wide). It

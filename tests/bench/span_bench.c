@@ -50,7 +50,7 @@
 #include <time.h>
 
 #include "agent_drain.h"
-#include "core/clock.h"
+#include "segment/clock.h"
 #include "propagation/sw8.h"
 #include "skywalking.h"
 

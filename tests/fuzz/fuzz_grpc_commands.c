@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "log/log.h"
-#include "report/grpc_reporter_commands.h"
+#include "grpc/grpc_reporter_commands.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

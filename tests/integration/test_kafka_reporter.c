@@ -21,7 +21,7 @@
 #include "logging.pb-c.h"
 #include "management.pb-c.h"
 #include "meter.pb-c.h"
-#include "report/kafka_reporter.h"
+#include "kafka/kafka_reporter.h"
 #include "skywalking.h"
 #include "test_agent_support.h"
 #include "test_util.h"

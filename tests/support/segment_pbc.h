@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/segment.h"
+#include "segment/segment.h"
 
 /* Packs `seg` with protobuf-c into a new malloc'd *out (the caller frees); returns its length.
    Aborts when memory runs out (tests only). */

@@ -7,7 +7,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "core/clock.h"
+#include "segment/clock.h"
 #include "test_util.h"
 
 static int64_t abs64(int64_t v)

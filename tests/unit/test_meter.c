@@ -17,12 +17,12 @@
 #include <unistd.h>
 
 #include "command.pb-c.h"
-#include "core/dynamic_config.h"
+#include "config/dynamic_config.h"
 #include "meter.pb-c.h"
 #include "meter/meter.h"
 #include "meter/process_meters.h"
-#include "report/cds.h"
-#include "report/meter_report.h"
+#include "grpc/cds.h"
+#include "meter/meter_report.h"
 #include "skywalking.h"
 #include "test_agent_support.h"
 

@@ -4,7 +4,7 @@
  */
 #include <time.h>
 
-#include "core/sampler.h"
+#include "segment/sampler.h"
 #include "propagation/sw8.h"
 #include "test_agent_support.h"
 

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "report/encode.h"
+#include "encode/encode.h"
 #include "segment_pbc.h"
 #include "tracing.pb-c.h"
 

@@ -8,7 +8,7 @@
 #include <stdatomic.h>
 
 #include "agent_internal.h"
-#include "core/segment_pool.h"
+#include "segment/segment_pool.h"
 #include "test_agent_support.h"
 
 /* ---------------------------------------------------------------------------------------- */

@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "core/small_copy.h"
+#include "util/small_copy.h"
 
 Test(small_copy, every_length_and_alignment_copies_exactly_n_bytes)
 {

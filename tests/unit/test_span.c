@@ -7,8 +7,8 @@
 #include <sys/wait.h>
 
 #include "agent_internal.h"
-#include "core/ids.h"
-#include "report/segment_item.h"
+#include "segment/ids.h"
+#include "encode/segment_item.h"
 #include "test_agent_support.h"
 #include "test_util.h"
 

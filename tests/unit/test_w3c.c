@@ -4,7 +4,7 @@
  * our `sw` tracestate member, SW_AGENT_PROPAGATION, and the API (sw_entry_span_begin_w3c,
  * sw_inject_w3c) through the file reporter.
  */
-#include "core/ids.h"
+#include "segment/ids.h"
 #include "propagation/sw8.h"
 #include "propagation/traceparent.h"
 #include "propagation/tracestate.h"

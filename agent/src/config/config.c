@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../core/ids.h"
+#include "../segment/ids.h"
 #include "../log/log.h"
 #include "swc_errbuf.h"
 

@@ -14,8 +14,8 @@
 #include <string.h>
 
 #include "../encode/pb_reverse.h"
-#include "../report/log_report.h"
-#include "clock.h"
+#include "../applog/log_report.h"
+#include "../segment/clock.h"
 #include "context.h"
 
 /* LogData and nested field numbers. */

@@ -9,10 +9,10 @@
 
 #include "../propagation/sw8.h"
 #include "../propagation/traceparent.h"
-#include "../report/segment_item.h"
-#include "clock.h"
-#include "dynamic_config.h"
-#include "locality.h"
+#include "../encode/segment_item.h"
+#include "../segment/clock.h"
+#include "../config/dynamic_config.h"
+#include "../util/locality.h"
 
 _Thread_local sw__context_t sw__tls_context
     __attribute__((tls_model("initial-exec"))) = {.active = -1};

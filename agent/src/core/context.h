@@ -19,13 +19,13 @@
 #include <stdint.h>
 
 #include "../encode/chunk.h"
-#include "../report/encode.h"
+#include "../encode/encode.h"
 #include "../report/reporter.h"
 #include "datacarrier.h"
-#include "ids.h"
-#include "sampler.h"
-#include "segment.h"
-#include "segment_pool.h"
+#include "../segment/ids.h"
+#include "../segment/sampler.h"
+#include "../segment/segment.h"
+#include "../segment/segment_pool.h"
 #include "skywalking.h"
 
 typedef struct sw__thread_counters {

@@ -9,7 +9,7 @@
 #include "../propagation/correlation.h"
 #include "../propagation/sw8.h"
 #include "../propagation/tracestate.h"
-#include "clock.h"
+#include "../segment/clock.h"
 #include "context.h"
 
 static const char *nonempty(const char *s)

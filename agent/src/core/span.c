@@ -11,9 +11,9 @@
 #include "../propagation/correlation.h"
 #include "../propagation/sw8.h"
 #include "../propagation/tracestate.h"
-#include "clock.h"
+#include "../segment/clock.h"
 #include "context.h"
-#include "locality.h"
+#include "../util/locality.h"
 
 #define likely(x)   __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)

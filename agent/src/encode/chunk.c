@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/locality.h"
-#include "../core/small_copy.h"
+#include "../util/locality.h"
+#include "../util/small_copy.h"
 #include "skywalking.h"
 
 /* Record header and the alignment of each record in a chunk. */

@@ -36,9 +36,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../core/free_list.h"
-#include "../core/segment.h"
-#include "../report/encode.h"
+#include "../segment/free_list.h"
+#include "../segment/segment.h"
+#include "encode.h"
 
 #define SW__CHUNK_BYTES (16 * 1024)
 #define SW__CHUNK_BIAS  ((int64_t)1 << 40) /* more than any chunk's records */

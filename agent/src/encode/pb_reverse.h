@@ -20,7 +20,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "../core/small_copy.h"
+#include "../util/small_copy.h"
 
 enum { SW__PB_VARINT = 0, SW__PB_LEN = 2 };
 

@@ -13,10 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../report/encode.h"
+#include "encode.h"
 #include "pb_reverse.h"
 #include "skywalking.h"
-#include "../core/locality.h"
+#include "../util/locality.h"
 
 enum {
     SEGMENT_TRACE_ID = 1,

@@ -3,9 +3,9 @@
  */
 #include "span_async.h"
 
-#include "../core/clock.h"
+#include "../segment/clock.h"
 #include "../core/context.h"
-#include "../core/locality.h"
+#include "../util/locality.h"
 
 int64_t sw__span_clock_ms(void)
 {

@@ -4,7 +4,7 @@
 #include "span_mark.h"
 
 #include "../core/context.h"
-#include "../core/locality.h"
+#include "../util/locality.h"
 
 /* The segment state before a begin, valid only for a segment of the current run. */
 static void mark_before(const sw__context_t *c, sw__span_mark_t *m)

@@ -5,7 +5,7 @@
 
 #include <string.h>
 
-#include "../core/ids.h"
+#include "../segment/ids.h"
 #include "base64.h"
 #include "skywalking.h"
 

@@ -5,7 +5,7 @@
 
 #include <string.h>
 
-#include "../core/ids.h"
+#include "../segment/ids.h"
 #include "skywalking.h"
 
 #define SWSTATE_FIELDS_MIN 6

@@ -12,7 +12,7 @@
 #include "../config/config.h"
 #include "../config/file_open.h"
 #include "../log/log.h"
-#include "encode.h"
+#include "../encode/encode.h"
 #include "reporter.h"
 
 /* Consumer thread only (report), then close() after the consumer stopped. */

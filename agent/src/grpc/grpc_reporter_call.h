@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "reporter.h"
+#include "../report/reporter.h"
 
 /* A way for another thread to cancel the call a thread is running (used by close()). */
 typedef struct sw__grpc_cancel {

@@ -10,8 +10,8 @@
 #include "../config/config.h"
 #include "grpc_reporter_call.h"
 #include "grpc_reporter_channel.h"
-#include "instance_properties.h"
-#include "periodic.h"
+#include "../encode/instance_properties.h"
+#include "../util/periodic.h"
 #include "swc_errbuf.h"
 
 #define METHOD_PROPERTIES "/skywalking.v3.ManagementService/reportInstanceProperties"

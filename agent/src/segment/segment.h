@@ -31,7 +31,7 @@
 #include <stdint.h>
 
 #include "free_list.h"
-#include "locality.h"
+#include "../util/locality.h"
 #include "skywalking.h"
 
 #define SW__TRACE_ID_MAX   256 /* with the NUL; longer upstream trace ids are rejected */

@@ -33,7 +33,7 @@
 
 #include <stddef.h>
 
-#include "reporter.h"
+#include "../report/reporter.h"
 #include "skywalking.h"
 
 /* Default topic names (before the namespace prefix). */

@@ -31,7 +31,7 @@
 #include <stdint.h>
 
 #include "../encode/pb_reverse.h"
-#include "reporter.h"
+#include "../report/reporter.h"
 #include "skywalking.h"
 
 typedef enum { SW__LOG_ITEM_LOG = 0, SW__LOG_ITEM_EVENT = 1 } sw__log_item_kind_t;

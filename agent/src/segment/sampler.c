@@ -2,7 +2,7 @@
  * sampler.c - N traces per 3-second window.
  */
 #include "sampler.h"
-#include "locality.h"
+#include "../util/locality.h"
 
 void sw__sampler_init(sw__sampler_t *s, int32_t n_per_3_secs)
 {

@@ -4,7 +4,7 @@
  */
 #include "swc_errbuf.h"
 #include "dynamic_config.h"
-#include "locality.h"
+#include "../util/locality.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -13,10 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../config/config.h"
-#include "../config/list.h"
-#include "context.h"
-#include "locality.h"
+#include "config.h"
+#include "list.h"
+#include "../core/context.h"
+#include "../util/locality.h"
 
 typedef struct ignore_table ignore_table_t;
 struct ignore_table {

@@ -2,8 +2,8 @@
  * segment.c - block layout, reset, and the bounded arena of a TraceSegment.
  */
 #include "segment.h"
-#include "locality.h"
-#include "small_copy.h"
+#include "../util/locality.h"
+#include "../util/small_copy.h"
 
 #include <string.h>
 

@@ -18,7 +18,7 @@
 
 #include "grpc_reporter_channel.h"
 #include "grpc_reporter_commands.h"
-#include "reporter.h"
+#include "../report/reporter.h"
 #include "skywalking.h"
 
 typedef struct sw__grpc_logs sw__grpc_logs_t;

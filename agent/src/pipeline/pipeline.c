@@ -7,15 +7,15 @@
 #include <string.h>
 
 #include "../config/config.h"
-#include "encode.h"
-#include "grpc_reporter.h"
-#include "kafka_reporter.h"
-#include "meter_report.h"
-#include "log_report.h"
-#include "reporter.h"
-#include "segment_item.h"
+#include "../encode/encode.h"
+#include "../grpc/grpc_reporter.h"
+#include "../kafka/kafka_reporter.h"
+#include "../meter/meter_report.h"
+#include "../applog/log_report.h"
+#include "../report/reporter.h"
+#include "../encode/segment_item.h"
 #include "swc_errbuf.h"
-#include "../core/locality.h"
+#include "../util/locality.h"
 
 struct sw__pipeline {
     dc_carrier_t *carrier;

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "../config/config.h"
-#include "../core/clock.h"
+#include "../segment/clock.h"
 #include "../encode/pb_reverse.h"
 #include "log_report.h"
 

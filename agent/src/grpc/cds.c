@@ -10,13 +10,13 @@
 #include <string.h>
 
 #include "../config/config.h"
-#include "../core/dynamic_config.h"
+#include "../config/dynamic_config.h"
 #include "../log/log.h"
 #include "command.pb-c.h"
 #include "configuration_discovery.pb-c.h"
 #include "grpc_reporter_call.h"
 #include "grpc_reporter_channel.h"
-#include "periodic.h"
+#include "../util/periodic.h"
 
 #define METHOD_FETCH "/skywalking.v3.ConfigurationDiscoveryService/fetchConfigurations"
 

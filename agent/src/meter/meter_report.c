@@ -10,12 +10,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "../core/clock.h"
+#include "../segment/clock.h"
 #include "../log/log.h"
-#include "../meter/meter.h"
-#include "../meter/process_meters.h"
+#include "meter.h"
+#include "process_meters.h"
 #include "meter.pb-c.h"
-#include "periodic.h"
+#include "../util/periodic.h"
 
 struct sw__meter_report {
     /* Immutable after start. */

@@ -15,9 +15,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../core/segment_pool.h"
+#include "../segment/segment_pool.h"
 #include "../encode/chunk.h"
-#include "reporter.h"
+#include "../report/reporter.h"
 #include "datacarrier.h"
 #include "skywalking.h"
 

@@ -13,7 +13,7 @@
 
 #include <stdint.h>
 
-#include "../core/segment.h"
+#include "../segment/segment.h"
 
 #define SW__THREAD_ENCODE_MAX_SPANS 16
 

@@ -30,7 +30,7 @@
 
 #include <stddef.h>
 
-#include "reporter.h"
+#include "../report/reporter.h"
 #include "skywalking.h"
 
 /*

@@ -29,8 +29,8 @@
 #include <stdint.h>
 
 #include "datacarrier.h"
-#include "encode.h"
-#include "reporter.h"
+#include "../encode/encode.h"
+#include "../report/reporter.h"
 #include "skywalking.h"
 
 typedef struct sw__meter_report sw__meter_report_t;

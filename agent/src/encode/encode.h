@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "../core/segment.h"
+#include "../segment/segment.h"
 
 /* A growable byte buffer. */
 typedef struct sw__bytes {

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "../config/config.h"
-#include "../core/clock.h"
+#include "../segment/clock.h"
 #include "datacarrier.h"
 
 typedef struct log_pipeline {

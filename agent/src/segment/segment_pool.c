@@ -3,7 +3,7 @@
  * budget of credits, and the cap on blocks.
  */
 #include "segment_pool.h"
-#include "locality.h"
+#include "../util/locality.h"
 
 #include <stdlib.h>
 

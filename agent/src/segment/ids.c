@@ -2,7 +2,7 @@
  * ids.c - process uuid and per-thread id generation.
  */
 #include "ids.h"
-#include "locality.h"
+#include "../util/locality.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

@@ -14,10 +14,10 @@
 #include "../config/config.h"
 #include "../config/producer_config.h"
 #include "../log/log.h"
-#include "instance_properties.h"
+#include "../encode/instance_properties.h"
 #include "kproducer.h"
-#include "meter_report.h"
-#include "periodic.h"
+#include "../meter/meter_report.h"
+#include "../util/periodic.h"
 #include "swc_clock.h"
 #include "swc_errbuf.h"
 

@@ -6,7 +6,7 @@ if(TARGET skywalking)
                      test_span_alloc test_segment_pool test_chunk test_log
                      test_config_hostile
                      test_span_async test_span_mark test_w3c)
-  # Meters and dynamic configuration (agent/src/meter, report/meter_report.c, report/cds.c).
+  # Meters and dynamic configuration (agent/src/meter, meter/meter_report.c, grpc/cds.c).
   list(APPEND SW_AGENT_TESTS test_meter)
   foreach(t ${SW_AGENT_TESTS})
     sw_add_unit_test(${t} SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/${t}.c LIBS skywalking)

@@ -45,7 +45,7 @@ static int init_locked(const sw_config_t *cfg, char *errbuf, size_t errlen)
 {
     sw__agent_t *a = &sw__agent;
     /* The span clock probes the CPU (a sysfs read) here rather than in a first span, and starts
-       its calibration (core/clock.h). */
+       its calibration (segment/clock.h). */
     (void)sw__now_ns();
     if (cfg != NULL) {
         a->config = *cfg;

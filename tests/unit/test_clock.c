@@ -1,5 +1,5 @@
 /*
- * test_clock.c - the span clock (agent/src/core/clock.c): the calibration rule, the TSC path
+ * test_clock.c - the span clock (agent/src/segment/clock.c): the calibration rule, the TSC path
  * against CLOCK_REALTIME across re-anchors, the CLOCK_REALTIME fallback, and readers on several
  * threads while the anchor moves.
  */

@@ -2,8 +2,8 @@
  * test_meter.c - the meter registry (agent/src/meter/): exact concurrent recording, histogram
  * bucket edges, validation, deduplication and the SW_METER_MAX bound; the /proc/self readings;
  * one period's MeterData messages (decoded with protobuf-c) and their Kafka collection; and the
- * dynamic configuration (core/dynamic_config.c) as configuration discovery applies it
- * (report/cds.c: same UUID, bad values, unknown keys, defaults restored).
+ * dynamic configuration (config/dynamic_config.c) as configuration discovery applies it
+ * (grpc/cds.c: same UUID, bad values, unknown keys, defaults restored).
  *
  * Criterion runs each test in its own process, so each starts with an empty registry.
  */

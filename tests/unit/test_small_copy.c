@@ -1,5 +1,5 @@
 /*
- * test_small_copy.c - sw__copy (agent/src/core/small_copy.h) copies exactly n bytes for every
+ * test_small_copy.c - sw__copy (agent/src/util/small_copy.h) copies exactly n bytes for every
  * n, at every alignment, and writes nothing outside them.
  */
 #include <criterion/criterion.h>

@@ -71,7 +71,7 @@ Test(span, tree_shape_and_segment_boundaries)
 }
 
 /* Segments up to SW__THREAD_ENCODE_MAX_SPANS spans are encoded by their thread, bigger ones by
-   the consumer (report/segment_item.h): interleaved, both kinds arrive whole, in the file the
+   the consumer (encode/segment_item.h): interleaved, both kinds arrive whole, in the file the
    reporter wrote, with their spans, tags, ids and the service. */
 Test(span, segments_on_both_sides_of_the_thread_encode_limit_arrive_whole)
 {

@@ -89,7 +89,7 @@ static void big_segments(sw_config_t *cfg)
 
 /* 10k span pairs (an entry and 9999 locals with a tag) recorded in one segment, from a
    recycled block: begin/end/tag never allocate, nor does the end that finishes the segment (a
-   segment this big goes to the consumer as its block: report/segment_item.h). */
+   segment this big goes to the consumer as its block: encode/segment_item.h). */
 Test(span_alloc, ten_thousand_span_pairs_allocate_nothing)
 {
 #if TEST_SANITIZED

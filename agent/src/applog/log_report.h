@@ -24,8 +24,8 @@
  * Accounting (sw_stats logs_*): every item produced while running counts as recorded, and
  * exactly once as reported, dropped or failed by the time sw__log_pipeline_stop returns.
  */
-#ifndef SW_REPORT_LOG_REPORT_H
-#define SW_REPORT_LOG_REPORT_H
+#ifndef SW_APPLOG_LOG_REPORT_H
+#define SW_APPLOG_LOG_REPORT_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -99,4 +99,4 @@ sw__log_item_t *sw__event_item_new(const sw_config_t *cfg, bool start, int64_t s
    or the current time when that cannot be read. Any thread. */
 int64_t sw__process_start_ms(void);
 
-#endif /* SW_REPORT_LOG_REPORT_H */
+#endif /* SW_APPLOG_LOG_REPORT_H */

@@ -1,6 +1,6 @@
 /*
  * dynamic_config.h - the settings the OAP may change while the agent runs (internal), through
- * configuration discovery (agent/src/report/cds.h): agent.sample_n_per_3_secs,
+ * configuration discovery (agent/src/grpc/cds.h): agent.sample_n_per_3_secs,
  * agent.ignore_suffix, agent.span_limit_per_segment.
  *
  * Readers are application threads at every trace start; the writer is the configuration
@@ -24,8 +24,8 @@
  *                           SW__IGNORE_TABLES_MAX replacements per run bound that memory
  *                           (~2 KiB each); later changes are refused and logged.
  */
-#ifndef SW_CORE_DYNAMIC_CONFIG_H
-#define SW_CORE_DYNAMIC_CONFIG_H
+#ifndef SW_CONFIG_DYNAMIC_CONFIG_H
+#define SW_CONFIG_DYNAMIC_CONFIG_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -68,4 +68,4 @@ int sw__dyncfg_set_span_limit(const char *value, char *errbuf, size_t errlen);
    copied into buf. Any thread. */
 void sw__dyncfg_current(int32_t *sample, uint32_t *span_limit, char *ignore, size_t ignore_len);
 
-#endif /* SW_CORE_DYNAMIC_CONFIG_H */
+#endif /* SW_CONFIG_DYNAMIC_CONFIG_H */

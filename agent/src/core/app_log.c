@@ -1,6 +1,6 @@
 /*
  * app_log.c - sw_log and sw_log_kv: the program's log lines as SkyWalking LogData, encoded on
- * the calling thread and queued for the log sender (report/log_report.h). Not the agent's own
+ * the calling thread and queued for the log sender (applog/log_report.h). Not the agent's own
  * diagnostics (log/log.h).
  *
  * LogData (logging/Logging.proto) is written with the reverse writer (encode/pb_reverse.h),

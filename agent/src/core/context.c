@@ -270,7 +270,7 @@ SW__HOT void sw__context_finish(sw__context_t *c)
         sw__counter_add(&c->counters.arena_truncated, seg->truncations);
     }
     sw__counter_add(&c->counters.finished, 1);
-    /* A big segment goes to the consumer as its block (report/segment_item.h). On success the
+    /* A big segment goes to the consumer as its block (encode/segment_item.h). On success the
        carrier owns it (its publication orders our writes before the consumer's reads); on
        failure we still own it and reuse it. */
     if (seg->span_count > SW__THREAD_ENCODE_MAX_SPANS) {

@@ -180,7 +180,7 @@ SW__HOT sw__encoded_t *sw__chunk_encode(sw__chunk_pool_t *pool, sw__chunk_t **cu
         uint8_t *end = c->data + c->used + header + room;
         /* The lines the record will take were last read by the consumer's core: asked for
            together (marked as about to be written), and the process fields the encoder copies
-           (core/locality.h). */
+           (util/locality.h). */
         sw__prefetch_write(c->data + c->used, need);
         sw__prefetch_read(enc->process_fields, enc->process_fields_len);
         uint8_t *first;

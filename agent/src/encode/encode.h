@@ -4,8 +4,8 @@
  * Runs on the thread that finished the segment (encode/chunk.h); allocates only for segments
  * with more than a few hundred spans and attributes (their per-span scratch).
  */
-#ifndef SW_REPORT_ENCODE_H
-#define SW_REPORT_ENCODE_H
+#ifndef SW_ENCODE_ENCODE_H
+#define SW_ENCODE_ENCODE_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -68,4 +68,4 @@ int sw__encode_segment_room(const sw__encoder_t *enc, const sw__segment_t *seg,
 
 void sw__encoder_free(sw__encoder_t *enc);
 
-#endif /* SW_REPORT_ENCODE_H */
+#endif /* SW_ENCODE_ENCODE_H */

@@ -22,8 +22,8 @@
  * All functions are pure apart from reading the host facts above; they may run on any thread
  * and never block on the network.
  */
-#ifndef SW_REPORT_INSTANCE_PROPERTIES_H
-#define SW_REPORT_INSTANCE_PROPERTIES_H
+#ifndef SW_ENCODE_INSTANCE_PROPERTIES_H
+#define SW_ENCODE_INSTANCE_PROPERTIES_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -53,4 +53,4 @@ int sw__instance_properties_pack(const sw_config_t *cfg, uint8_t **out, size_t *
  */
 int sw__instance_ping_pack(const sw_config_t *cfg, uint8_t **out, size_t *len);
 
-#endif /* SW_REPORT_INSTANCE_PROPERTIES_H */
+#endif /* SW_ENCODE_INSTANCE_PROPERTIES_H */

@@ -8,8 +8,8 @@
  * otherwise land on the request that ends it, and a big block is not reused hot anyway. Both
  * pointers are at least 8-byte aligned, so the low bit is free.
  */
-#ifndef SW_REPORT_SEGMENT_ITEM_H
-#define SW_REPORT_SEGMENT_ITEM_H
+#ifndef SW_ENCODE_SEGMENT_ITEM_H
+#define SW_ENCODE_SEGMENT_ITEM_H
 
 #include <stdint.h>
 
@@ -29,4 +29,4 @@ static inline sw__segment_t *sw__item_block(void *item)
     return (v & 1u) != 0 ? (sw__segment_t *)(v & ~(uintptr_t)1u) : NULL;
 }
 
-#endif /* SW_REPORT_SEGMENT_ITEM_H */
+#endif /* SW_ENCODE_SEGMENT_ITEM_H */

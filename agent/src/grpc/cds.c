@@ -34,7 +34,7 @@ struct sw__cds {
     char uuid[SW_CDS_UUID_MAX];
 };
 
-/* A setting the OAP may change: its key and its setter (core/dynamic_config.h). */
+/* A setting the OAP may change: its key and its setter (config/dynamic_config.h). */
 typedef struct setting {
     const char *key;
     int (*set)(const char *value, char *errbuf, size_t errlen);

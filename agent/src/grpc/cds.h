@@ -13,11 +13,11 @@
  *   - a key the agent does not know is ignored (logged at debug level);
  *   - the UUID is then remembered and sent with the next fetch.
  *
- * How the values change under running application threads: core/dynamic_config.h. gRPC
+ * How the values change under running application threads: config/dynamic_config.h. gRPC
  * reporter only (nothing flows back to an agent over Kafka).
  */
-#ifndef SW_REPORT_CDS_H
-#define SW_REPORT_CDS_H
+#ifndef SW_GRPC_CDS_H
+#define SW_GRPC_CDS_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -50,4 +50,4 @@ void sw__cds_stop(sw__cds_t *c);
  */
 int sw__cds_apply(char last_uuid[SW_CDS_UUID_MAX], const uint8_t *data, size_t len);
 
-#endif /* SW_REPORT_CDS_H */
+#endif /* SW_GRPC_CDS_H */

@@ -25,8 +25,8 @@
  * Diagnostics go to the agent log (sw__log), each at most once per distinct thing (a rejected
  * token, a status code, a command name, a connection going down or coming back).
  */
-#ifndef SW_REPORT_GRPC_REPORTER_H
-#define SW_REPORT_GRPC_REPORTER_H
+#ifndef SW_GRPC_GRPC_REPORTER_H
+#define SW_GRPC_GRPC_REPORTER_H
 
 #include <stddef.h>
 
@@ -43,4 +43,4 @@
 int sw__grpc_reporter_create(const sw_config_t *cfg, sw__report_counters_t *counters,
                              sw__reporter_t **out, char *errbuf, size_t errlen);
 
-#endif /* SW_REPORT_GRPC_REPORTER_H */
+#endif /* SW_GRPC_GRPC_REPORTER_H */

@@ -9,8 +9,8 @@
  *      a failed send means the call is already over, so the rest are skipped;
  *   3. SEND_CLOSE_FROM_CLIENT + RECV_INITIAL_METADATA + RECV_MESSAGE.
  */
-#ifndef SW_REPORT_GRPC_REPORTER_CALL_H
-#define SW_REPORT_GRPC_REPORTER_CALL_H
+#ifndef SW_GRPC_GRPC_REPORTER_CALL_H
+#define SW_GRPC_GRPC_REPORTER_CALL_H
 
 #include <grpc/grpc.h>
 #include <grpc/status.h>
@@ -56,4 +56,4 @@ void sw__grpc_call_run(grpc_channel *channel, grpc_completion_queue *queue, cons
 /* The name of a status code ("UNAVAILABLE"). Never NULL. */
 const char *sw__grpc_status_name(grpc_status_code status);
 
-#endif /* SW_REPORT_GRPC_REPORTER_CALL_H */
+#endif /* SW_GRPC_GRPC_REPORTER_CALL_H */

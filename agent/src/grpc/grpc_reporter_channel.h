@@ -12,8 +12,8 @@
  * thread and the management thread one connection each); nothing in it is shared, so it has
  * no lock. State changes (down, back up) are logged (sw__log) once per transition.
  */
-#ifndef SW_REPORT_GRPC_REPORTER_CHANNEL_H
-#define SW_REPORT_GRPC_REPORTER_CHANNEL_H
+#ifndef SW_GRPC_GRPC_REPORTER_CHANNEL_H
+#define SW_GRPC_GRPC_REPORTER_CHANNEL_H
 
 #include <grpc/grpc.h>
 #include <grpc/status.h>
@@ -66,4 +66,4 @@ grpc_completion_queue *sw__grpc_conn_queue(const sw__grpc_conn_t *c);
 /* Closes the channel and frees everything. No call of this connection may be in flight. */
 void sw__grpc_conn_destroy(sw__grpc_conn_t *c);
 
-#endif /* SW_REPORT_GRPC_REPORTER_CHANNEL_H */
+#endif /* SW_GRPC_GRPC_REPORTER_CHANNEL_H */

@@ -7,8 +7,8 @@
  * Threads: the consumer thread and the management thread report here concurrently; the state
  * is protected by `lock`. Logging happens at most once per distinct thing, so it never floods.
  */
-#ifndef SW_REPORT_GRPC_REPORTER_COMMANDS_H
-#define SW_REPORT_GRPC_REPORTER_COMMANDS_H
+#ifndef SW_GRPC_GRPC_REPORTER_COMMANDS_H
+#define SW_GRPC_GRPC_REPORTER_COMMANDS_H
 
 #include <grpc/status.h>
 #include <pthread.h>
@@ -50,4 +50,4 @@ int sw__grpc_notices_commands(sw__grpc_notices_t *n, const uint8_t *data, size_t
 bool sw__grpc_notices_status(sw__grpc_notices_t *n, grpc_status_code status, const char *details,
                              const char *origin, const char *target, bool token_sent);
 
-#endif /* SW_REPORT_GRPC_REPORTER_COMMANDS_H */
+#endif /* SW_GRPC_GRPC_REPORTER_COMMANDS_H */

@@ -6,13 +6,13 @@
  *   events  one skywalking.v3.EventService/collect client stream per batch of Event (Start,
  *           Shutdown); a failure is logged (once per status code, with the other notices)
  *
- * Both run on the log sender thread (report/log_report.h) over a connection of their own
+ * Both run on the log sender thread (applog/log_report.h) over a connection of their own
  * (role "logs"), so a slow log call never delays segments or the heartbeat; the connection
  * fails over and backs off like the others (grpc_reporter_channel.h): while it backs off, a
  * batch fails at once instead of blocking the sender.
  */
-#ifndef SW_REPORT_GRPC_REPORTER_LOGS_H
-#define SW_REPORT_GRPC_REPORTER_LOGS_H
+#ifndef SW_GRPC_GRPC_REPORTER_LOGS_H
+#define SW_GRPC_GRPC_REPORTER_LOGS_H
 
 #include <stddef.h>
 
@@ -52,4 +52,4 @@ int sw__grpc_events_send(sw__grpc_logs_t *l, const sw__report_record_t *records,
 /* Frees everything; no call may be in flight. NULL is fine. */
 void sw__grpc_logs_destroy(sw__grpc_logs_t *l);
 
-#endif /* SW_REPORT_GRPC_REPORTER_LOGS_H */
+#endif /* SW_GRPC_GRPC_REPORTER_LOGS_H */

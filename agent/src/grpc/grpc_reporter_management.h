@@ -11,8 +11,8 @@
  * on a condition variable with a monotonic timeout, and is woken by stop(), which also cancels
  * a call in flight. Commands in the answers go to the shared notices.
  */
-#ifndef SW_REPORT_GRPC_REPORTER_MANAGEMENT_H
-#define SW_REPORT_GRPC_REPORTER_MANAGEMENT_H
+#ifndef SW_GRPC_GRPC_REPORTER_MANAGEMENT_H
+#define SW_GRPC_GRPC_REPORTER_MANAGEMENT_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -40,4 +40,4 @@ int sw__grpc_management_start(const sw_config_t *cfg, sw__grpc_notices_t *notice
  */
 void sw__grpc_management_stop(sw__grpc_management_t *m);
 
-#endif /* SW_REPORT_GRPC_REPORTER_MANAGEMENT_H */
+#endif /* SW_GRPC_GRPC_REPORTER_MANAGEMENT_H */

@@ -28,8 +28,8 @@
  * for up to max.block.ms), then kp_close() with a bounded wait: once it returns every segment
  * accepted by kp_send() has been counted.
  */
-#ifndef SW_REPORT_KAFKA_REPORTER_H
-#define SW_REPORT_KAFKA_REPORTER_H
+#ifndef SW_KAFKA_KAFKA_REPORTER_H
+#define SW_KAFKA_KAFKA_REPORTER_H
 
 #include <stddef.h>
 
@@ -58,4 +58,4 @@
 int sw__kafka_reporter_create(const sw_config_t *cfg, sw__report_counters_t *counters,
                               sw__reporter_t **out, char *errbuf, size_t errlen);
 
-#endif /* SW_REPORT_KAFKA_REPORTER_H */
+#endif /* SW_KAFKA_KAFKA_REPORTER_H */

@@ -22,8 +22,8 @@
  * atomics; a gauge's supplier runs on it. stop() is called by the pipeline during shutdown,
  * after the reporter's shutdown_begin (which bounds a send in progress).
  */
-#ifndef SW_REPORT_METER_REPORT_H
-#define SW_REPORT_METER_REPORT_H
+#ifndef SW_METER_METER_REPORT_H
+#define SW_METER_METER_REPORT_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -60,4 +60,4 @@ int sw__meter_report_collect(sw__meter_report_t *m, int64_t now_ms,
    length-delimited. Returns 0 or SW_ENOMEM (out unchanged). Pure. */
 int sw__meter_collection_pack(const sw__report_record_t *items, size_t count, sw__bytes_t *out);
 
-#endif /* SW_REPORT_METER_REPORT_H */
+#endif /* SW_METER_METER_REPORT_H */

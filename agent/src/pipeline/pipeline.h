@@ -9,8 +9,8 @@
  *
  * One consumer thread (SkyWalking's default); its buffers are private to it.
  */
-#ifndef SW_REPORT_PIPELINE_H
-#define SW_REPORT_PIPELINE_H
+#ifndef SW_PIPELINE_PIPELINE_H
+#define SW_PIPELINE_PIPELINE_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -49,4 +49,4 @@ void sw__pipeline_drain(sw__pipeline_t *p);
    the consumer thread is joined. sw_shutdown only. */
 void sw__pipeline_stop(sw__pipeline_t *p);
 
-#endif /* SW_REPORT_PIPELINE_H */
+#endif /* SW_PIPELINE_PIPELINE_H */

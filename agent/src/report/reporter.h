@@ -35,7 +35,7 @@ typedef struct sw__report_counters {
     _Atomic uint64_t failed;
 } sw__report_counters_t;
 
-/* What a reporter's Kafka producer says about itself (meters; agent/src/report/meter_report.c). */
+/* What a reporter's Kafka producer says about itself (meters; agent/src/meter/meter_report.c). */
 typedef struct sw__producer_meters {
     uint64_t records_sent;   /* kp_stats records_sent */
     uint64_t records_acked;  /* kp_stats records_acked */
@@ -79,7 +79,7 @@ struct sw__reporter {
     int (*report_events)(sw__reporter_t *self, const sw__report_record_t *records, size_t count);
 };
 
-/* Grows *records (of *cap entries) to hold at least n, doubling from 64 (report/pipeline.c).
+/* Grows *records (of *cap entries) to hold at least n, doubling from 64 (pipeline/pipeline.c).
    Returns false when out of memory; the array is then unchanged. One thread per array. */
 bool sw__report_records_reserve(sw__report_record_t **records, size_t *cap, size_t n);
 

@@ -25,8 +25,8 @@
  * or changed. No fences (ThreadSanitizer does not model them); on x86 every one of these is a
  * plain load or store. Any thread may read the clock at any time.
  */
-#ifndef SW_CORE_CLOCK_H
-#define SW_CORE_CLOCK_H
+#ifndef SW_SEGMENT_CLOCK_H
+#define SW_SEGMENT_CLOCK_H
 
 #include <stdatomic.h>
 #include <stdint.h>
@@ -116,4 +116,4 @@ void sw__clock_reset(sw__clock_mode_t mode);
  */
 uint64_t sw__clock_calibrate(int64_t dt_ns, uint64_t dt_ticks, uint64_t prev);
 
-#endif /* SW_CORE_CLOCK_H */
+#endif /* SW_SEGMENT_CLOCK_H */

@@ -10,8 +10,8 @@
  * pointer to the block (C11 6.7.2.1: a pointer to a struct, converted, points to its first
  * member and back).
  */
-#ifndef SW_CORE_FREE_LIST_H
-#define SW_CORE_FREE_LIST_H
+#ifndef SW_SEGMENT_FREE_LIST_H
+#define SW_SEGMENT_FREE_LIST_H
 
 #include <stdatomic.h>
 #include <stddef.h>
@@ -71,4 +71,4 @@ void sw__free_list_give_back(sw__free_list_t *list, sw__free_node_t *rest);
 /* Takes every block and free()s it (each was malloc'd with its node first). Pool destroy only. */
 void sw__free_list_free_all(sw__free_list_t *list);
 
-#endif /* SW_CORE_FREE_LIST_H */
+#endif /* SW_SEGMENT_FREE_LIST_H */

@@ -6,8 +6,8 @@
  * a plain wrap at 10000, can neither repeat when a thread makes more than 10000 ids in one
  * millisecond nor go back when the wall clock does).
  */
-#ifndef SW_CORE_IDS_H
-#define SW_CORE_IDS_H
+#ifndef SW_SEGMENT_IDS_H
+#define SW_SEGMENT_IDS_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -50,4 +50,4 @@ size_t sw__id_generate(sw__id_state_t *st, int64_t now_ms, char *buf);
 /* Writes the decimal digits of v into buf (at least 21 bytes, NUL-terminated); returns length. */
 size_t sw__u64_to_dec(uint64_t v, char *buf);
 
-#endif /* SW_CORE_IDS_H */
+#endif /* SW_SEGMENT_IDS_H */

@@ -4,8 +4,8 @@
  * (window index << 32 | count), so the reset at a window boundary needs no timer thread and no
  * lock. Any thread may call both functions concurrently.
  */
-#ifndef SW_CORE_SAMPLER_H
-#define SW_CORE_SAMPLER_H
+#ifndef SW_SEGMENT_SAMPLER_H
+#define SW_SEGMENT_SAMPLER_H
 
 #include <stdalign.h>
 #include <stdatomic.h>
@@ -19,7 +19,7 @@ typedef struct sw__sampler {
        sampling is on (N > 0). With N <= 0 nothing touches it. */
     alignas(64) _Atomic uint64_t state;
     /* Set by init and by configuration discovery (sw__sampler_set) while traces start:
-       relaxed, a new N applies from the next trace start (core/dynamic_config.h). */
+       relaxed, a new N applies from the next trace start (config/dynamic_config.h). */
     _Atomic int32_t n_per_window;
 } sw__sampler_t;
 
@@ -37,4 +37,4 @@ bool sw__sampler_try(sw__sampler_t *s, int64_t now_ms);
 /* Counts a trace sampled because upstream asked for it (never refused). Lock-free. */
 void sw__sampler_force(sw__sampler_t *s, int64_t now_ms);
 
-#endif /* SW_CORE_SAMPLER_H */
+#endif /* SW_SEGMENT_SAMPLER_H */

@@ -9,7 +9,7 @@
  * A finished segment of up to 16 spans is encoded on the thread that finished it
  * (encode/chunk.h) and its block goes back to that thread's cache, so a thread's next segment
  * usually finds its block in the same core's cache; a bigger one goes to the consumer as its
- * block (report/segment_item.h). The order keeps what a typical segment touches on few lines and
+ * block (encode/segment_item.h). The order keeps what a typical segment touches on few lines and
  * pages: the header's hot fields (counts, trace and segment id) first, the strings right after the
  * header, and the attributes (which grow down from the arena's end) next to spans[0].
  *
@@ -23,8 +23,8 @@
  * Ownership: exactly one of {the pool's free list, a thread's cache, a thread's context, the
  * DataCarrier, the consumer thread} owns a block at a time; no field is shared.
  */
-#ifndef SW_CORE_SEGMENT_H
-#define SW_CORE_SEGMENT_H
+#ifndef SW_SEGMENT_SEGMENT_H
+#define SW_SEGMENT_SEGMENT_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -191,4 +191,4 @@ static inline void sw__segment_prefetch_used(const sw__segment_t *seg)
     sw__prefetch_read(seg->arena + seg->arena_cap - attrs, attrs);
 }
 
-#endif /* SW_CORE_SEGMENT_H */
+#endif /* SW_SEGMENT_SEGMENT_H */

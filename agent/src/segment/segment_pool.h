@@ -24,7 +24,7 @@
  *   - threads building a segment      1 each, 2 with a segment set aside (span_mark.h)
  *   - per-thread caches               <= the cache credits, min(SW__SEGMENT_CACHE_CREDITS, max/4)
  *   - the free list, or in a refill's hands for a few instructions
- *   - only for segments of more than 16 spans (report/segment_item.h; smaller ones are encoded
+ *   - only for segments of more than 16 spans (encode/segment_item.h; smaller ones are encoded
  *     by their thread and the block reused at once): the carrier's rings (<= R = channels *
  *     ring size, rounded up to a power of 2) and the consumer's batch (<= R),
  * so the cap bounds the traces open at the same time plus the big segments waiting. The
@@ -41,8 +41,8 @@
  * number of threads. A taker that finds the list empty at the cap while another thread is in
  * the middle of a refill waits (bounded) for that refill's give-back instead of failing.
  */
-#ifndef SW_CORE_SEGMENT_POOL_H
-#define SW_CORE_SEGMENT_POOL_H
+#ifndef SW_SEGMENT_SEGMENT_POOL_H
+#define SW_SEGMENT_SEGMENT_POOL_H
 
 #include <stdatomic.h>
 #include <stddef.h>
@@ -120,4 +120,4 @@ void sw__segment_cache_flush(sw__segment_cache_t *cache, sw__segment_pool_t *poo
    which belonged to that run's pool. */
 void sw__segment_cache_free(sw__segment_cache_t *cache);
 
-#endif /* SW_CORE_SEGMENT_POOL_H */
+#endif /* SW_SEGMENT_SEGMENT_POOL_H */

@@ -15,8 +15,8 @@
  * runs them): ~15% fewer cycles, the same as ordering the functions with gold's
  * --section-ordering-file.
  */
-#ifndef SW_CORE_LOCALITY_H
-#define SW_CORE_LOCALITY_H
+#ifndef SW_UTIL_LOCALITY_H
+#define SW_UTIL_LOCALITY_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -55,4 +55,4 @@ static inline void sw__prefetch_write(const void *from, size_t len)
     sw__prefetch_lines(from, len, true);
 }
 
-#endif /* SW_CORE_LOCALITY_H */
+#endif /* SW_UTIL_LOCALITY_H */

@@ -8,8 +8,8 @@
  * burst of catch-up runs). stop() first calls the owner's `interrupt` (e.g. to cancel a gRPC
  * call in flight), then joins the thread: a run in progress finishes first.
  */
-#ifndef SW_REPORT_PERIODIC_H
-#define SW_REPORT_PERIODIC_H
+#ifndef SW_UTIL_PERIODIC_H
+#define SW_UTIL_PERIODIC_H
 
 #include <stdint.h>
 
@@ -34,4 +34,4 @@ int sw__periodic_start(const char *name, uint32_t period_ms, sw__periodic_first_
    returned. NULL is a no-op. Not from the thread itself. */
 void sw__periodic_stop(sw__periodic_t *p);
 
-#endif /* SW_REPORT_PERIODIC_H */
+#endif /* SW_UTIL_PERIODIC_H */

@@ -8,8 +8,8 @@
  * span_bench's segment3 loop); two overlapping fixed-size moves do a copy of up to 32 bytes in
  * 4 to 6 instructions.
  */
-#ifndef SW_CORE_SMALL_COPY_H
-#define SW_CORE_SMALL_COPY_H
+#ifndef SW_UTIL_SMALL_COPY_H
+#define SW_UTIL_SMALL_COPY_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -52,4 +52,4 @@ static inline SW__HOT void sw__copy(void *dst, const void *src, size_t n)
     }
 }
 
-#endif /* SW_CORE_SMALL_COPY_H */
+#endif /* SW_UTIL_SMALL_COPY_H */

@@ -11,6 +11,7 @@ if(TARGET skywalking)
   foreach(t ${SW_AGENT_TESTS})
     sw_add_unit_test(${t} SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/${t}.c LIBS skywalking)
     target_include_directories(${t} PRIVATE ${PROJECT_SOURCE_DIR}/agent/src
+                                            ${PROJECT_SOURCE_DIR}/common/include
                                             ${CMAKE_CURRENT_SOURCE_DIR}/unit)
   endforeach()
   target_compile_definitions(test_meter PRIVATE
@@ -44,7 +45,8 @@ if(TARGET skywalking)
   foreach(f sw8 correlation config producer_config cyg_patterns grpc_commands sw8x w3c)
     sw_add_fuzzer(fuzz_${f} SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz_${f}.c
                   LIBS skywalking CORPUS ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus/fuzz_${f})
-    target_include_directories(fuzz_${f} PRIVATE ${PROJECT_SOURCE_DIR}/agent/src)
+    target_include_directories(fuzz_${f} PRIVATE ${PROJECT_SOURCE_DIR}/agent/src
+                                                   ${PROJECT_SOURCE_DIR}/common/include)
   endforeach()
   # The producer-config parser fills a kp_conf (libkproducer's public header).
   target_include_directories(fuzz_producer_config PRIVATE ${PROJECT_SOURCE_DIR}/producer/include)

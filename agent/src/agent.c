@@ -65,7 +65,8 @@ static int init_locked(const sw_config_t *cfg, char *errbuf, size_t errlen)
     int rc = sw__config_finalize(&a->config, errbuf, errlen);
     if (rc == 0) {
         /* The ignore list and the span limit (configuration discovery may change them). */
-        rc = sw__dyncfg_init(&a->config, a->config.span_limit_per_segment, errbuf, errlen);
+        rc = sw__dyncfg_init(&a->config, a->config.span_limit_per_segment, &a->sampler, errbuf,
+                             errlen);
     }
     if (rc != 0) {
         return rc;
@@ -93,7 +94,7 @@ static int init_locked(const sw_config_t *cfg, char *errbuf, size_t errlen)
     atomic_store_explicit(&a->report_counters.reported, 0, memory_order_relaxed);
     atomic_store_explicit(&a->report_counters.failed, 0, memory_order_relaxed);
     rc = sw__pipeline_start(&a->config, &a->chunks, &a->pool, &a->encoder, &a->report_counters,
-                            &a->pipeline, errbuf, errlen);
+                            sw_stats, &a->pipeline, errbuf, errlen);
     if (rc != 0) {
         sw__encoder_free(&a->encoder);
         sw__dyncfg_release();

@@ -37,9 +37,9 @@
  * futex return; on a 2-vCPU KVM guest a timed wake-up was charged 55-90 us of the process's CPU
  * time) and each wake's batch is one write for a reporter that writes per batch, so a caller
  * that can let items wait longer pays less per item: the agent naps 500 ms (agent
- * pipeline/pipeline.c). The half-full wake bounds the backlog whatever the cycle. A BLOCKING carrier
- * never naps: there a producer that found its ring full is waiting for this consumer, and a nap
- * would add a futex round trip to every refill.
+ * pipeline/pipeline.c). The half-full wake bounds the backlog whatever the cycle. A BLOCKING
+ * carrier never naps: there a producer that found its ring full is waiting for this consumer, and a
+ * nap would add a futex round trip to every refill.
  */
 enum { SPIN_PASSES = 32 };
 

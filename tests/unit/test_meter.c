@@ -276,7 +276,7 @@ Test(meter, period_messages)
     snprintf(cfg.instance_name, sizeof cfg.instance_name, "inst");
     sw__reporter_t dbl = {.name = "test double", .report_meters = double_report_meters};
     sw__meter_report_t *mr;
-    cr_assert_eq(sw__meter_report_start(&cfg, &dbl, NULL, 0, false, &mr), 0);
+    cr_assert_eq(sw__meter_report_start(&cfg, &dbl, NULL, 0, sw_stats, false, &mr), 0);
     const sw__report_record_t *items;
     size_t n;
     cr_assert_eq(sw__meter_report_collect(mr, 1700000000123, &items, &n), 0);

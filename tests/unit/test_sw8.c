@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "propagation/base64.h"
+#include "swc_base64.h"
 #include "propagation/correlation.h"
 #include "propagation/sw8.h"
 #include "skywalking.h"
@@ -23,20 +23,19 @@ Test(base64, round_trips_every_length_and_rejects_malformed)
     const char *in = "sky\xffwalking-c";
     char enc[64], dec[64];
     for (size_t n = 0; n <= strlen(in); n++) {
-        long e = sw__base64_encode(in, n, enc, sizeof enc);
-        cr_assert_eq((size_t)e, sw__base64_encoded_len(n));
-        long d = sw__base64_decode(enc, (size_t)e, dec, sizeof dec);
+        long e = swc__base64_encode(in, n, enc, sizeof enc);
+        cr_assert_eq((size_t)e, swc__base64_encoded_len(n));
+        long d = swc__base64_decode(enc, (size_t)e, dec, sizeof dec);
         cr_assert_eq((size_t)d, n);
         cr_assert_eq(memcmp(dec, in, n), 0);
     }
-    cr_expect_str_eq((sw__base64_encode("ab", 2, enc, sizeof enc), enc), "YWI=");
+    cr_expect_str_eq((swc__base64_encode("ab", 2, enc, sizeof enc), enc), "YWI=");
     const char *bad[] = {"YWI", "YW=I", "Y===", "====", "YWI*", "YW I", "=YWI"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        cr_expect_eq(sw__base64_decode(bad[i], strlen(bad[i]), dec, sizeof dec), SW_EINVAL, "%s",
-                     bad[i]);
+        cr_expect_eq(swc__base64_decode(bad[i], strlen(bad[i]), dec, sizeof dec), -1, "%s", bad[i]);
     }
-    cr_expect_eq(sw__base64_decode("YWJj", 4, dec, 3), SW_EINVAL, "too small output");
-    cr_expect_eq(sw__base64_encode("abc", 3, enc, 4), SW_ENOSPACE, "too small output");
+    cr_expect_eq(swc__base64_decode("YWJj", 4, dec, 3), -1, "too small output");
+    cr_expect_eq(swc__base64_encode("abc", 3, enc, 4), -1, "too small output");
 }
 
 static const sw__sw8_t sample = {
@@ -58,12 +57,12 @@ Test(sw8, encodes_to_the_documented_shape_and_decodes_back)
     cr_assert_eq((size_t)n, strlen(h));
     /* 1-b64(trace)-b64(segment)-7-b64(service)-... */
     char expect[SW_SW8_MAX], t[128], s[128], sv[64], in[64], ep[64], ad[64];
-    sw__base64_encode(sample.trace_id, strlen(sample.trace_id), t, sizeof t);
-    sw__base64_encode(sample.parent_segment_id, strlen(sample.parent_segment_id), s, sizeof s);
-    sw__base64_encode(sample.parent_service, strlen(sample.parent_service), sv, sizeof sv);
-    sw__base64_encode(sample.parent_instance, strlen(sample.parent_instance), in, sizeof in);
-    sw__base64_encode(sample.parent_endpoint, strlen(sample.parent_endpoint), ep, sizeof ep);
-    sw__base64_encode(sample.address, strlen(sample.address), ad, sizeof ad);
+    swc__base64_encode(sample.trace_id, strlen(sample.trace_id), t, sizeof t);
+    swc__base64_encode(sample.parent_segment_id, strlen(sample.parent_segment_id), s, sizeof s);
+    swc__base64_encode(sample.parent_service, strlen(sample.parent_service), sv, sizeof sv);
+    swc__base64_encode(sample.parent_instance, strlen(sample.parent_instance), in, sizeof in);
+    swc__base64_encode(sample.parent_endpoint, strlen(sample.parent_endpoint), ep, sizeof ep);
+    swc__base64_encode(sample.address, strlen(sample.address), ad, sizeof ad);
     snprintf(expect, sizeof expect, "1-%s-%s-7-%s-%s-%s-%s", t, s, sv, in, ep, ad);
     cr_expect_str_eq(h, expect);
 
@@ -142,7 +141,7 @@ Test(sw8, rejects_every_malformed_variant)
     char longid[300], b64[420], h[600];
     memset(longid, 't', 256);
     longid[256] = '\0';
-    sw__base64_encode(longid, 256, b64, sizeof b64);
+    swc__base64_encode(longid, 256, b64, sizeof b64);
     snprintf(h, sizeof h, "1-%s-cw==-3-c3Y=-aW4=-ZXA=-YWQ=", b64);
     cr_expect_eq(decode(h, &out, NULL), SW_EINVAL);
     /* Bytes not terminated by a NUL: the length is what counts. */

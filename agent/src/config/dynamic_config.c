@@ -15,8 +15,7 @@
 
 #include "config.h"
 #include "list.h"
-#include "../core/context.h"
-#include "../util/locality.h"
+#include "../segment/sampler.h"
 
 typedef struct ignore_table ignore_table_t;
 struct ignore_table {
@@ -41,6 +40,7 @@ static uint32_t span_capacity_run;
 static int32_t startup_sample;
 static uint32_t startup_span_limit;
 static char startup_ignore[SW_CONFIG_TEXT_MAX];
+static sw__sampler_t *run_sampler; /* the run's sampler (sw__agent.sampler) */
 
 /* Builds a table for `list`. Returns 0 (table NULL for an empty list), SW_ECONFIG or
    SW_ENOMEM. `key` names the setting in messages. */
@@ -82,7 +82,8 @@ static int table_build(const char *key, const char *list, ignore_table_t **out, 
     return 0;
 }
 
-int sw__dyncfg_init(const sw_config_t *cfg, uint32_t span_capacity, char *errbuf, size_t errlen)
+int sw__dyncfg_init(const sw_config_t *cfg, uint32_t span_capacity, sw__sampler_t *sampler,
+                    char *errbuf, size_t errlen)
 {
     ignore_table_t *t;
     int rc = table_build("SW_AGENT_IGNORE_SUFFIX", cfg->ignore_suffix, &t, errbuf, errlen);
@@ -93,6 +94,7 @@ int sw__dyncfg_init(const sw_config_t *cfg, uint32_t span_capacity, char *errbuf
     startup_span_limit = cfg->span_limit_per_segment;
     snprintf(startup_ignore, sizeof startup_ignore, "%s", cfg->ignore_suffix);
     span_capacity_run = span_capacity;
+    run_sampler = sampler;
     retired = NULL;
     retired_count = 0;
     /* relaxed: sw_init publishes the whole agent state with its release store of sw__epoch. */
@@ -172,7 +174,7 @@ int sw__dyncfg_set_sample(const char *value, char *errbuf, size_t errlen)
                            "agent.sample_n_per_3_secs must be an integer (<= 0: sample all)");
         return SW_ECONFIG;
     }
-    sw__sampler_set(&sw__agent.sampler, (int32_t)v);
+    sw__sampler_set(run_sampler, (int32_t)v);
     return 0;
 }
 
@@ -228,7 +230,7 @@ int sw__dyncfg_set_ignore_suffix(const char *value, char *errbuf, size_t errlen)
 void sw__dyncfg_current(int32_t *sample, uint32_t *limit, char *ignore, size_t ignore_len)
 {
     if (sample != NULL) {
-        *sample = sw__sampler_n(&sw__agent.sampler);
+        *sample = sw__sampler_n(run_sampler);
     }
     if (limit != NULL) {
         *limit = sw__dyncfg_span_limit();

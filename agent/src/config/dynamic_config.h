@@ -34,13 +34,19 @@
 #include "skywalking.h"
 
 #define SW__IGNORE_TABLES_MAX 64
+#define SW__IGNORE_MAX        32 /* entries of SW_AGENT_IGNORE_SUFFIX */
+
+struct sw__sampler;
 
 /*
  * sw_init: the startup values of the run (cfg->ignore_suffix parsed, at most SW__IGNORE_MAX
  * entries; `span_capacity` = the segment blocks' span count). Returns 0, SW_ECONFIG (message
- * naming SW_AGENT_IGNORE_SUFFIX) or SW_ENOMEM. The sampler is set by its own init.
+ * naming SW_AGENT_IGNORE_SUFFIX) or SW_ENOMEM. The sampler is set by its own init; `sampler` is
+ * the run's (sw__agent.sampler), which sw__dyncfg_set_sample changes and sw__dyncfg_current
+ * reads, kept until the next init.
  */
-int sw__dyncfg_init(const sw_config_t *cfg, uint32_t span_capacity, char *errbuf, size_t errlen);
+int sw__dyncfg_init(const sw_config_t *cfg, uint32_t span_capacity, struct sw__sampler *sampler,
+                    char *errbuf, size_t errlen);
 
 /* sw_shutdown (no span call runs): frees the current and the retired ignore tables. */
 void sw__dyncfg_release(void);

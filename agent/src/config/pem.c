@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../propagation/base64.h"
+#include "swc_base64.h"
 #include "skywalking.h"
 
 static const char begin_line[] = "-----BEGIN CERTIFICATE-----";
@@ -54,7 +54,7 @@ static int body_valid(const char *body, size_t n)
             b64[m++] = body[i];
         }
     }
-    long dlen = ok && m > 0 ? sw__base64_decode(b64, m, der, n / 4 * 3 + 4) : SW_EINVAL;
+    long dlen = ok && m > 0 ? swc__base64_decode(b64, m, der, n / 4 * 3 + 4) : SW_EINVAL;
     ok = dlen > 0 && der_sequence_whole((const uint8_t *)der, (size_t)dlen);
     free(b64);
     free(der);

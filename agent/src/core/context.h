@@ -89,8 +89,6 @@ extern _Thread_local sw__context_t sw__tls_context __attribute__((tls_model("ini
  */
 extern _Atomic uint32_t sw__epoch;
 
-#define SW__IGNORE_MAX 32 /* entries of SW_AGENT_IGNORE_SUFFIX (config/dynamic_config.h) */
-
 typedef struct sw__pipeline sw__pipeline_t;
 
 /*

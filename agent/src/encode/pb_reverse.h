@@ -47,6 +47,18 @@ static inline size_t sw__pb_varint_len(uint64_t v)
     return v == 0 ? 1 : (size_t)(63 - __builtin_clzll(v)) / 7 + 1;
 }
 
+/* Writes the varint of v forwards at p (room: sw__pb_varint_len(v) bytes). Returns its length. */
+static inline size_t sw__pb_varint_put(uint8_t *p, uint64_t v)
+{
+    size_t n = 0;
+    while (v >= 0x80) {
+        p[n++] = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    p[n++] = (uint8_t)v;
+    return n;
+}
+
 static inline void sw__pbr_varint(sw__pbr_t *w, uint64_t v)
 {
     if (v < 0x80) { /* keys, most lengths and small numbers: one byte */

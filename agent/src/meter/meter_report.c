@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "../segment/clock.h"
+#include "../encode/pb_reverse.h"
 #include "../log/log.h"
 #include "meter.h"
 #include "process_meters.h"
@@ -22,6 +23,7 @@ struct sw__meter_report {
     sw__reporter_t *reporter;
     const dc_carrier_t *carrier;
     uint64_t carrier_slots;
+    sw__stats_read_fn agent_stats; /* NULL: the agent's own meters read as 0 */
     const char *service;
     const char *instance;
     sw__periodic_t *thread;
@@ -170,8 +172,10 @@ typedef struct named_value {
 
 static int agent_add(sw__meter_report_t *m, int64_t now_ms)
 {
-    sw_stats_t st;
-    sw_stats(&st);
+    sw_stats_t st = {0};
+    if (m->agent_stats != NULL) {
+        m->agent_stats(&st);
+    }
     named_value_t v[16];
     size_t n = 0;
     v[n++] = (named_value_t){SW__METER_PREFIX "segments_finished", (double)st.segments_finished};
@@ -270,7 +274,8 @@ static void period_run(void *arg)
 }
 
 int sw__meter_report_start(const sw_config_t *cfg, sw__reporter_t *reporter,
-                           const dc_carrier_t *carrier, uint64_t carrier_slots, bool start_thread,
+                           const dc_carrier_t *carrier, uint64_t carrier_slots,
+                           sw__stats_read_fn agent_stats, bool start_thread,
                            sw__meter_report_t **out)
 {
     sw__meter_report_t *m = calloc(1, sizeof *m);
@@ -280,6 +285,7 @@ int sw__meter_report_start(const sw_config_t *cfg, sw__reporter_t *reporter,
     m->reporter = reporter;
     m->carrier = carrier;
     m->carrier_slots = carrier_slots;
+    m->agent_stats = agent_stats;
     m->service = cfg->service_name;
     m->instance = cfg->instance_name;
     sw__process_sample_t ps;
@@ -310,21 +316,11 @@ void sw__meter_report_stop(sw__meter_report_t *m)
     free(m);
 }
 
-static size_t varint_size(uint64_t v)
-{
-    size_t n = 1;
-    while (v >= 0x80) {
-        v >>= 7;
-        n++;
-    }
-    return n;
-}
-
 int sw__meter_collection_pack(const sw__report_record_t *items, size_t count, sw__bytes_t *out)
 {
     size_t need = 0;
     for (size_t i = 0; i < count; i++) {
-        need += 1 + varint_size(items[i].len) + items[i].len;
+        need += 1 + sw__pb_varint_len(items[i].len) + items[i].len;
     }
     if (sw__bytes_reserve(out, need) != 0) {
         return SW_ENOMEM;

@@ -38,11 +38,13 @@ typedef struct sw__meter_report sw__meter_report_t;
 /*
  * Prepares the reporter of meters for `reporter` (which must have report_meters) and, when
  * `start_thread`, starts the thread (period cfg->meter_report_interval_s, which must not be 0).
- * cfg, reporter and carrier (may be NULL) must outlive it. Returns 0 and *out, SW_ENOMEM or
- * SW_ETHREAD.
+ * cfg, reporter and carrier (may be NULL) must outlive it. `agent_stats` (NULL: none) reads the
+ * agent's counters for the agent's own meters: sw_stats, handed down by sw_init so that this
+ * floor never calls up into agent.c. Returns 0 and *out, SW_ENOMEM or SW_ETHREAD.
  */
 int sw__meter_report_start(const sw_config_t *cfg, sw__reporter_t *reporter,
-                           const dc_carrier_t *carrier, uint64_t carrier_slots, bool start_thread,
+                           const dc_carrier_t *carrier, uint64_t carrier_slots,
+                           sw__stats_read_fn agent_stats, bool start_thread,
                            sw__meter_report_t **out);
 
 /* Stops the thread (a period in progress finishes) and frees everything. NULL: no-op. */

@@ -50,24 +50,6 @@ static int reporter_open(const sw_config_t *cfg, sw__report_counters_t *counters
     return SW_ENOTSUP;
 }
 
-bool sw__report_records_reserve(sw__report_record_t **records, size_t *cap, size_t n)
-{
-    if (*cap >= n) {
-        return true;
-    }
-    size_t grow = *cap ? *cap : 64;
-    while (grow < n) {
-        grow *= 2;
-    }
-    sw__report_record_t *grown = realloc(*records, grow * sizeof *grown);
-    if (grown == NULL) {
-        return false;
-    }
-    *records = grown;
-    *cap = grow;
-    return true;
-}
-
 /* Encodes a big segment's block plus its id (the Kafka key) into p->out; the record gets
    offsets for now (p->out may still move while later blocks are encoded). */
 static bool block_encode(sw__pipeline_t *p, const sw__segment_t *seg, sw__report_record_t *rec)
@@ -212,7 +194,8 @@ static void pipeline_on_exit(void *ctx)
 
 int sw__pipeline_start(const sw_config_t *cfg, sw__chunk_pool_t *chunks, sw__segment_pool_t *pool,
                        const sw__encoder_t *encoder, sw__report_counters_t *counters,
-                       sw__pipeline_t **out, char *errbuf, size_t errlen)
+                       sw__stats_read_fn agent_stats, sw__pipeline_t **out, char *errbuf,
+                       size_t errlen)
 {
     sw__pipeline_t *p = calloc(1, sizeof *p);
     if (p == NULL) {
@@ -249,8 +232,8 @@ int sw__pipeline_start(const sw_config_t *cfg, sw__chunk_pool_t *chunks, sw__seg
     }
     /* Meters ride on the reporter when it carries them (meter_report.h). */
     if (p->reporter->report_meters != NULL && cfg->meter_report_interval_s != 0) {
-        rc = sw__meter_report_start(cfg, p->reporter, p->carrier, sw__pipeline_slots(cfg), true,
-                                    &p->meters);
+        rc = sw__meter_report_start(cfg, p->reporter, p->carrier, sw__pipeline_slots(cfg),
+                                    agent_stats, true, &p->meters);
         if (rc != 0) {
             swc__errbuf_printf(errbuf, errlen, "cannot start the meter thread: %s",
                                sw_strerror(rc));

@@ -26,13 +26,15 @@ typedef struct sw__pipeline sw__pipeline_t;
 /*
  * Opens the configured reporter, creates the carrier and starts the consumer. `cfg`, `chunks`
  * (where the records come from), `pool` (where big segments' blocks go back), `encoder` and
- * `counters` (where the reporter counts outcomes) must outlive the pipeline. Returns 0, SW_EIO,
+ * `counters` (where the reporter counts outcomes) must outlive the pipeline; `agent_stats` is
+ * what the meter thread reads the agent's counters with (meter_report.h). Returns 0, SW_EIO,
  * SW_ENOTSUP, SW_ENOMEM, SW_ETHREAD or SW_ECONFIG with a message in errbuf; nothing is left running
  * on error.
  */
 int sw__pipeline_start(const sw_config_t *cfg, sw__chunk_pool_t *chunks, sw__segment_pool_t *pool,
                        const sw__encoder_t *encoder, sw__report_counters_t *counters,
-                       sw__pipeline_t **out, char *errbuf, size_t errlen);
+                       sw__stats_read_fn agent_stats, sw__pipeline_t **out, char *errbuf,
+                       size_t errlen);
 
 /* Slots of the segment DataCarrier: channels x ring size, each ring rounded up to a power of
    two and at least 2, as dc_carrier_create does (datacarrier.h). Pure. */

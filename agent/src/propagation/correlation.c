@@ -5,7 +5,7 @@
 
 #include <string.h>
 
-#include "base64.h"
+#include "swc_base64.h"
 
 int sw__correlation_find(const sw_correlation_t *c, const char *key)
 {
@@ -61,8 +61,8 @@ static bool element_decode(const char *s, size_t n, char *key, char *value)
         return false;
     }
     size_t kn = (size_t)(colon - s), vn = n - kn - 1;
-    long kl = sw__base64_decode(s, kn, key, SW_CORRELATION_VALUE_MAX + 1);
-    long vl = sw__base64_decode(colon + 1, vn, value, SW_CORRELATION_VALUE_MAX + 1);
+    long kl = swc__base64_decode(s, kn, key, SW_CORRELATION_VALUE_MAX + 1);
+    long vl = swc__base64_decode(colon + 1, vn, value, SW_CORRELATION_VALUE_MAX + 1);
     if (kl <= 0 || vl <= 0) {
         return false;
     }
@@ -103,13 +103,13 @@ int sw__correlation_encode(const sw_correlation_t *c, char *buf, size_t len)
             }
             buf[pos++] = ',';
         }
-        long n = sw__base64_encode(c->items[i].key, strlen(c->items[i].key), buf + pos, len - pos);
+        long n = swc__base64_encode(c->items[i].key, strlen(c->items[i].key), buf + pos, len - pos);
         if (n < 0 || pos + (size_t)n + 2 > len) {
             goto nospace;
         }
         pos += (size_t)n;
         buf[pos++] = ':';
-        n = sw__base64_encode(c->items[i].value, strlen(c->items[i].value), buf + pos, len - pos);
+        n = swc__base64_encode(c->items[i].value, strlen(c->items[i].value), buf + pos, len - pos);
         if (n < 0) {
             goto nospace;
         }

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "../segment/ids.h"
-#include "base64.h"
+#include "swc_base64.h"
 #include "skywalking.h"
 
 #define SW8_FIELDS 8
@@ -48,7 +48,7 @@ static const char *field_decode(const char *s, size_t n, char *scratch, size_t s
         return NULL;
     }
     char *dst = scratch + *used;
-    long got = sw__base64_decode(s, n, dst, scratch_len - *used);
+    long got = swc__base64_decode(s, n, dst, scratch_len - *used);
     if (got <= 0 || memchr(dst, '\0', (size_t)got) != NULL) {
         return NULL;
     }
@@ -123,7 +123,7 @@ int sw__sw8_decode(const char *header, size_t len, sw__sw8_t *out, char *scratch
 /* Appends base64(s) and a '-' (unless last); returns false when the buffer is short. */
 static bool append_b64(char *buf, size_t len, size_t *pos, const char *s, bool last)
 {
-    long n = sw__base64_encode(s, strlen(s), buf + *pos, len - *pos);
+    long n = swc__base64_encode(s, strlen(s), buf + *pos, len - *pos);
     if (n < 0) {
         return false;
     }

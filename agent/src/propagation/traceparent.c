@@ -2,6 +2,7 @@
  * traceparent.c - W3C traceparent encode/decode and the SkyWalking -> W3C id mapping.
  */
 #include "traceparent.h"
+#include "hex.h"
 
 #include <string.h>
 
@@ -17,22 +18,10 @@ static int reject(const char **reason, const char *why)
     return SW_EINVAL;
 }
 
-/* Value of a lower-case hex digit, or -1. */
-static int hex_value(char c)
-{
-    if (c >= '0' && c <= '9') {
-        return c - '0';
-    }
-    if (c >= 'a' && c <= 'f') {
-        return c - 'a' + 10;
-    }
-    return -1;
-}
-
 static bool all_hex(const char *s, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
-        if (hex_value(s[i]) < 0) {
+        if (sw__hex_value(s[i], false) < 0) {
             return false;
         }
     }
@@ -80,7 +69,7 @@ int sw__traceparent_decode(const char *value, size_t len, sw__traceparent_t *out
     if (!all_hex(v, 2) || v[2] != '-') {
         return reject(reason, "version is not 2 lower-case hex digits and a '-'");
     }
-    uint8_t version = (uint8_t)(hex_value(v[0]) * 16 + hex_value(v[1]));
+    uint8_t version = (uint8_t)(sw__hex_value(v[0], false) * 16 + sw__hex_value(v[1], false));
     if (version == 0xff) {
         return reject(reason, "version ff is invalid");
     }
@@ -106,7 +95,7 @@ int sw__traceparent_decode(const char *value, size_t len, sw__traceparent_t *out
         return reject(reason, "trace-flags is not 2 lower-case hex digits");
     }
     out->version = version;
-    out->flags = (uint8_t)(hex_value(v[53]) * 16 + hex_value(v[54]));
+    out->flags = (uint8_t)(sw__hex_value(v[53], false) * 16 + sw__hex_value(v[54], false));
     memcpy(out->trace_id, v + 3, 32);
     out->trace_id[32] = '\0';
     memcpy(out->parent_id, v + 36, 16);

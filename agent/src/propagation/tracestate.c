@@ -2,6 +2,7 @@
  * tracestate.c - W3C tracestate lists and the `sw` member (see tracestate.h).
  */
 #include "tracestate.h"
+#include "hex.h"
 
 #include <string.h>
 
@@ -347,20 +348,6 @@ int sw__swstate_encode(const sw__swstate_t *in, char *buf, size_t len)
     return (int)pos;
 }
 
-static int hex_value(char c)
-{
-    if (c >= '0' && c <= '9') {
-        return c - '0';
-    }
-    if (c >= 'a' && c <= 'f') {
-        return c - 'a' + 10;
-    }
-    if (c >= 'A' && c <= 'F') {
-        return c - 'A' + 10;
-    }
-    return -1;
-}
-
 /* Unescapes one field into scratch; returns it, or NULL when malformed. */
 static const char *field_unescape(const char *s, size_t n, char *scratch, size_t *used)
 {
@@ -369,8 +356,8 @@ static const char *field_unescape(const char *s, size_t n, char *scratch, size_t
     for (size_t i = 0; i < n; i++) {
         char c = s[i];
         if (c == '%') {
-            int hi = i + 2 < n ? hex_value(s[i + 1]) : -1;
-            int lo = hi >= 0 ? hex_value(s[i + 2]) : -1;
+            int hi = i + 2 < n ? sw__hex_value(s[i + 1], true) : -1;
+            int lo = hi >= 0 ? sw__hex_value(s[i + 2], true) : -1;
             if (lo < 0 || (hi == 0 && lo == 0)) {
                 return NULL; /* a bad escape, or a NUL byte */
             }

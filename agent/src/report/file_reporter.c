@@ -11,6 +11,7 @@
 
 #include "../config/config.h"
 #include "../config/file_open.h"
+#include "../encode/pb_reverse.h"
 #include "../log/log.h"
 #include "../encode/encode.h"
 #include "reporter.h"
@@ -26,17 +27,6 @@ typedef struct file_reporter {
     sw__bytes_t buf;    /* the batch being framed */
     char path[SW_CONFIG_TEXT_MAX];
 } file_reporter_t;
-
-static size_t varint_put(uint8_t *p, uint64_t v)
-{
-    size_t n = 0;
-    while (v >= 0x80) {
-        p[n++] = (uint8_t)(v | 0x80);
-        v >>= 7;
-    }
-    p[n++] = (uint8_t)v;
-    return n;
-}
 
 /* Writes all of buf, retrying short writes and EINTR. Returns 0 or -errno. */
 static int write_all(int fd, const uint8_t *p, size_t n)
@@ -128,7 +118,7 @@ static void file_report(sw__reporter_t *self, const sw__report_record_t *records
         if (sw__bytes_reserve(&r->buf, records[i].len + 10) != 0) {
             break;
         }
-        r->buf.len += varint_put(r->buf.data + r->buf.len, records[i].len);
+        r->buf.len += sw__pb_varint_put(r->buf.data + r->buf.len, records[i].len);
         memcpy(r->buf.data + r->buf.len, records[i].data, records[i].len);
         r->buf.len += records[i].len;
         framed++;

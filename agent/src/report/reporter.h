@@ -44,6 +44,10 @@ typedef struct sw__producer_meters {
     int64_t buffer_total;    /* buffer.memory */
 } sw__producer_meters_t;
 
+/* Reads the agent's counters (sw_stats), handed down by sw_init to the floors below it that
+   report them (meter_report.h) so that they never call up into agent.c. */
+typedef void (*sw__stats_read_fn)(sw_stats_t *out);
+
 typedef struct sw__reporter sw__reporter_t;
 struct sw__reporter {
     const char *name;
@@ -79,7 +83,7 @@ struct sw__reporter {
     int (*report_events)(sw__reporter_t *self, const sw__report_record_t *records, size_t count);
 };
 
-/* Grows *records (of *cap entries) to hold at least n, doubling from 64 (pipeline/pipeline.c).
+/* Grows *records (of *cap entries) to hold at least n, doubling from 64 (report/reporter.c).
    Returns false when out of memory; the array is then unchanged. One thread per array. */
 bool sw__report_records_reserve(sw__report_record_t **records, size_t *cap, size_t n);
 

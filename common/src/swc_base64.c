@@ -1,19 +1,17 @@
 /*
- * base64.c - strict standard base64.
+ * swc_base64.c - strict standard base64 (swc_base64.h).
  */
-#include "base64.h"
+#include "swc_base64.h"
 
 #include <stdint.h>
 
-#include "skywalking.h"
-
 static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
-long sw__base64_encode(const void *in, size_t n, char *out, size_t out_len)
+long swc__base64_encode(const void *in, size_t n, char *out, size_t out_len)
 {
-    size_t need = sw__base64_encoded_len(n);
+    size_t need = swc__base64_encoded_len(n);
     if (out_len < need + 1) {
-        return SW_ENOSPACE;
+        return -1;
     }
     const unsigned char *p = in;
     char *o = out;
@@ -63,10 +61,10 @@ static int sextet(unsigned char c)
     return -1;
 }
 
-long sw__base64_decode(const char *in, size_t n, char *out, size_t out_len)
+long swc__base64_decode(const char *in, size_t n, char *out, size_t out_len)
 {
     if (n % 4 != 0) {
-        return SW_EINVAL;
+        return -1;
     }
     size_t pad = 0;
     if (n >= 1 && in[n - 1] == '=') {
@@ -77,7 +75,7 @@ long sw__base64_decode(const char *in, size_t n, char *out, size_t out_len)
     }
     size_t len = n / 4 * 3 - pad;
     if (out_len < len + 1) {
-        return SW_EINVAL;
+        return -1;
     }
     size_t o = 0;
     for (size_t i = 0; i < n; i += 4) {
@@ -88,7 +86,7 @@ long sw__base64_decode(const char *in, size_t n, char *out, size_t out_len)
             if (k < 4 - p) {
                 s = sextet((unsigned char)in[i + k]);
                 if (s < 0) {
-                    return SW_EINVAL; /* includes '=' anywhere but the end */
+                    return -1; /* includes '=' anywhere but the end */
                 }
             }
             v = v << 6 | (uint32_t)s;

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../src/core/context.h"
+#include "../src/core/span_instrument.h"
 #include "../src/core/propagate.h"
 #include "preload.h"
 #include "preload_curl.h"

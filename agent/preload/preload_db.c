@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../src/core/context.h"
+#include "../src/core/span_instrument.h"
 #include "../src/log/log.h"
 #include "preload.h"
 #include "skywalking.h"

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "../src/config/config.h"
-#include "../src/core/context.h"
+#include "../src/core/span_instrument.h"
 #include "../src/log/log.h"
 #include "preload.h"
 #include "preload_db.h"

@@ -22,7 +22,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "../src/core/context.h"
+#include "../src/core/span_instrument.h"
 #include "../src/segment/ids.h"
 #include "../src/core/propagate.h"
 #include "preload.h"

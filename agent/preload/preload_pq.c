@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../src/core/context.h"
+#include "../src/core/span_instrument.h"
 #include "../src/instrument/span_async.h"
 #include "preload.h"
 #include "preload_db.h"

@@ -8,6 +8,7 @@
 #include "agent_internal.h"
 #include "config/config.h"
 #include "segment/clock.h"
+#include "core/agent_state.h"
 #include "core/context.h"
 #include "config/dynamic_config.h"
 #include "log/log.h"

@@ -3,6 +3,7 @@
  * references, and the registry of per-thread counters.
  */
 #include "context.h"
+#include "agent_state.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,6 @@
 /*
- * context.h - the per-thread TracingContext and the process-wide agent state (internal).
+ * context.h - the per-thread TracingContext (internal); the process-wide state it joins is in
+ * agent_state.h.
  *
  * Each thread owns one sw__context_t in initial-exec TLS. Its hot fields (noop_depth, active,
  * segment, epoch) are read and written by that thread only. `counters` are written by the
@@ -13,20 +14,15 @@
 #ifndef SW_CORE_CONTEXT_H
 #define SW_CORE_CONTEXT_H
 
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../encode/chunk.h"
-#include "../encode/encode.h"
-#include "../report/reporter.h"
-#include "datacarrier.h"
 #include "../segment/ids.h"
-#include "../segment/sampler.h"
 #include "../segment/segment.h"
 #include "../segment/segment_pool.h"
 #include "skywalking.h"
+#include "span_instrument.h"
 
 typedef struct sw__thread_counters {
     _Atomic uint64_t finished;
@@ -63,7 +59,7 @@ struct sw__context {
     char w3c_trace_id[33];
     char w3c_parent_id[17];
     sw__segment_cache_t cache;
-    sw__chunk_t *chunk; /* where this thread encodes its finished segments (chunk.h) */
+    struct sw__chunk *chunk; /* where this thread encodes its finished segments (chunk.h) */
     sw__id_state_t ids;
     /* A segment whose first span is open but off the stack, set aside between two calls of
        one request (sw__span_stash_marked, span_mark.h), and the two pointers it was set aside
@@ -88,36 +84,6 @@ extern _Thread_local sw__context_t sw__tls_context __attribute__((tls_model("ini
  * already joined, which needs no ordering.
  */
 extern _Atomic uint32_t sw__epoch;
-
-typedef struct sw__pipeline sw__pipeline_t;
-
-/*
- * Process-wide agent state, global because the API has no handle (one agent per process, like
- * SkyWalking's). Fields above the registry are written only by sw_init before it publishes the
- * epoch and are read-only while the run lasts.
- */
-typedef struct sw__agent {
-    sw_config_t config; /* the ignore list lives in dynamic_config.c */
-    sw__segment_pool_t pool;
-    sw__chunk_pool_t chunks;
-    sw__encoder_t encoder; /* read-only during the run: the service and instance fields */
-    sw__sampler_t sampler;
-    dc_carrier_t *carrier;
-    sw__pipeline_t *pipeline;
-
-    /* The reporter's outcome counters (atomics, see reporter.h); reset by sw_init. */
-    sw__report_counters_t report_counters;
-
-    /* registry_lock protects registry_head, the contexts' reg_* fields, run_epoch, retired and
-       last_run. */
-    pthread_mutex_t registry_lock;
-    sw__context_t *registry_head;
-    uint32_t run_epoch;  /* the run the registry belongs to; 0 once shutdown closed it */
-    sw_stats_t retired;  /* counters of threads that exited during the run */
-    sw_stats_t last_run; /* the final counters of the last finished run */
-} sw__agent_t;
-
-extern sw__agent_t sw__agent;
 
 /* Slow path of every begin: joins the current run if needed. Returns false when the agent is
    off (the caller then records nothing and counts nothing). */
@@ -194,37 +160,5 @@ static inline sw__context_t *sw__context_recording(int *rc)
     (void)sw__context_active_span(c, rc);
     return NULL;
 }
-
-/*
- * Tags of the active span whose strings are not copied into the arena (the instrumentation's
- * own tags, span.c). sw__span_tag_static keeps the literal `key` as given and copies `value`;
- * sw__span_tag_static_n copies the first `len` bytes of value; sw__span_tag_kept keeps both
- * (two literals). A kept string must stay valid and unchanged until the segment is encoded on
- * the consumer thread: a string literal of the agent, or a string in the active segment's arena
- * (sw__span_tag_kept_ with sw__span_operation's). The public sw_span_tag copies both. The
- * macros take the keys' lengths from the literals; a _len of 0 means "not known" and
- * SIZE_MAX for value_len "all of it" (copied) or "not known" (kept).
- */
-int sw__span_tag_static_(const char *key, size_t key_len, const char *value, size_t value_len);
-int sw__span_tag_kept_(const char *key, size_t key_len, const char *value, size_t value_len);
-#define sw__span_tag_static(key, value) \
-    sw__span_tag_static_("" key, sizeof(key) - 1, (value), SIZE_MAX)
-#define sw__span_tag_static_n(key, value, len) \
-    sw__span_tag_static_("" key, sizeof(key) - 1, (value), (len))
-#define sw__span_tag_kept(key, value) \
-    sw__span_tag_kept_("" key, sizeof(key) - 1, "" value, sizeof(value) - 1)
-
-/* sw_span_set_layer and sw_span_set_component in one (layer: a valid sw_layer_t). */
-void sw__span_set_layer_component(sw_layer_t layer, int32_t component_id);
-
-/* The operation name of the active recorded span (in its segment's arena) and its length (0:
-   not known), or NULL. */
-const char *sw__span_operation(uint32_t *len);
-
-/* Registry: sums every thread's counters of the current run plus the retired ones. */
-void sw__registry_sum(sw_stats_t *out);
-
-/* sw_shutdown: folds and closes the registry of the run (no thread is registered after). */
-void sw__registry_close(sw_stats_t *out);
 
 #endif /* SW_CORE_CONTEXT_H */

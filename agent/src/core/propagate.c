@@ -11,6 +11,7 @@
 #include "../propagation/tracestate.h"
 #include "../segment/clock.h"
 #include "context.h"
+#include "agent_state.h"
 
 static const char *nonempty(const char *s)
 {

@@ -13,6 +13,7 @@
 #include "../propagation/tracestate.h"
 #include "../segment/clock.h"
 #include "context.h"
+#include "agent_state.h"
 #include "../util/locality.h"
 
 #define likely(x)   __builtin_expect(!!(x), 1)

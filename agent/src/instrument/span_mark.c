@@ -4,6 +4,7 @@
 #include "span_mark.h"
 
 #include "../core/context.h"
+#include "../core/agent_state.h"
 #include "../util/locality.h"
 
 /* The segment state before a begin, valid only for a segment of the current run. */

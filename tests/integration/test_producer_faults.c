@@ -10,7 +10,7 @@
  *     retry.backoff.max.ms + request.timeout.ms (+ reconnect.backoff.max.ms for the new
  *     connection, and 250 ms of scheduling slack);
  *   - kp_flush and kp_close return within their timeouts.
- * Each test prints one "FAULT ..." line with its figures (the fault table of the README).
+ * Each test prints one "FAULT ..." line with its figures (the fault table of docs/TESTING.md).
  *
  * Corrupted response bytes that still decode to a valid response (an offset or an error
  * code that is possible) cannot be told apart from a real answer: Kafka responses carry no

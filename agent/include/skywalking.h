@@ -370,7 +370,7 @@ void sw_entry_span_begin_headers(const char *operation, const char *sw8,
  * parent-id is tagged `w3c.parent_id` on the span, and when `tracestate` holds our `sw` member
  * (written by sw_inject_w3c upstream, forwarded by any W3C service in between) a CrossProcess
  * reference is recorded as for sw8. The other members of a valid tracestate are kept and sent
- * on by sw_inject_w3c. Invalid values are ignored, whole (README "W3C Trace Context").
+ * on by sw_inject_w3c. Invalid values are ignored, whole (docs/PROPAGATION.md).
  */
 void sw_entry_span_begin_w3c(const char *operation, const char *sw8, const char *sw8_correlation,
                              const char *sw8_x, const char *traceparent, const char *tracestate);

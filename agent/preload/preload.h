@@ -19,8 +19,8 @@
 #include "../src/instrument/span_mark.h"
 #include "skywalking.h"
 
-/* Component ids of the OAP's component-libraries.yml (Apache SkyWalking 10.x); README
-   "Components" says why each was chosen. */
+/* Component ids of the OAP's component-libraries.yml (Apache SkyWalking 10.x); the README
+   (the preload's components table) says why each was chosen. */
 #define SW__COMPONENT_HTTP       49   /* libmicrohttpd entries */
 #define SW__COMPONENT_CURL       8002 /* libcurl exits */
 #define SW__COMPONENT_POSTGRESQL 22

@@ -12,7 +12,7 @@
  *
  * A transfer is ended by the thread that added it; libcurl allows a multi handle to move
  * between threads, and a transfer that completes on another thread has its span left open
- * (its segment is then never reported; README "Limits").
+ * (its segment is then never reported; the README's limits of the preload).
  */
 #include <pthread.h>
 #include <stdint.h>

@@ -19,12 +19,13 @@
  * consumer naps (consumer_nap: the consume cycle), during which producers
  * wake it only if a ring gets half full; if the pass after the nap is still empty it goes idle
  * (consumer_idle) and sleeps, without a timeout, until the first store wakes it (the argument at
- * consumer_idle shows no wake-up is lost). A timeout there would only spend CPU: on a 2-vCPU KVM
- * guest each timed wake-up was charged 55-90 us of the process's CPU time, so an idle agent that
- * woke every 20 ms cost ~0.4% of a CPU doing nothing (test_datacarrier.c,
- * idle_consumer_sleeps_until_a_store). There is no sched_yield phase and no long spin
- * because an agent's consumer shares the machine with the application: on two cores a consumer that
- * spins or yields while traffic is sparse takes CPU time from the application's threads.
+ * consumer_idle shows no wake-up is lost). A timeout there would only spend CPU: each timed
+ * wake-up is charged to the process's CPU time (in a virtual machine a timer interrupt is an exit
+ * to the host), so an idle agent that woke every 20 ms would spend CPU doing nothing
+ * (test_datacarrier.c, idle_consumer_sleeps_until_a_store, checks it does not). There is no
+ * sched_yield phase and no long spin because an agent's consumer shares the machine with the
+ * application: on two cores a consumer that spins or yields while traffic is sparse takes CPU time
+ * from the application's threads.
  *
  * Why the nap: under steady moderate traffic (a server's requests, each storing one segment)
  * waking the consumer for every item costs the application thread a futex_wake system call and
@@ -34,8 +35,8 @@
  *
  * How long a nap is: the consume cycle (dc_consume's `consume_cycle_ms`; 20 ms when 0, the Java
  * DataCarrier's default consumeCycle). Each wake costs the consumer CPU (switching back in, the
- * futex return; on a 2-vCPU KVM guest a timed wake-up was charged 55-90 us of the process's CPU
- * time) and each wake's batch is one write for a reporter that writes per batch, so a caller
+ * futex return; the agent's rate_bench prints its cost per segment with two cycles) and each
+ * wake's batch is one write for a reporter that writes per batch, so a caller
  * that can let items wait longer pays less per item: the agent naps 500 ms (agent
  * pipeline/pipeline.c). The half-full wake bounds the backlog whatever the cycle. A BLOCKING
  * carrier never naps: there a producer that found its ring full is waiting for this consumer, and a

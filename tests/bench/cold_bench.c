@@ -3,10 +3,10 @@
  * program leaves them, against the same call back to back.
  *
  * In a server, the kernel's network path, the server's own code and the database client run
- * between two traced calls and push the agent's code and data out of the L1 and L2 caches; on a
- * 2-vCPU KVM guest plugins_bench and preload_bench measured 1-2.4 us per traced call where a
- * loop of the same calls costs ~0.5 us. Those benchmarks are noisy (a real server, the kernel, the
- * scheduler); this one isolates the effect and repeats it exactly.
+ * between two traced calls and push the agent's code and data out of the L1 and L2 caches:
+ * plugins_bench and preload_bench print several times more per traced call than a loop of the
+ * same calls costs (docs/PERFORMANCE.md). Those benchmarks are noisy (a real server, the kernel,
+ * the scheduler); this one isolates the effect and repeats it exactly.
  *
  * The call is what the hiredis plugin records for a GET: an exit span with a peer, layer Cache,
  * component Redis and four tags, ended (the segment is finished, encoded and handed to the
@@ -20,9 +20,9 @@
  *   code:  after executing 3 MiB of straight-line code (evicts the instruction caches, the L2 and
  *          the instruction TLB; x86-64 only, "na" elsewhere);
  *   cold:  after that and writing one byte per line of 4 MiB of data (evicts the data caches too).
- * On a 2-vCPU KVM guest "tlb" cost as much as "code" or more: much of a cold call's cost there is
- * address translation (each TLB miss a nested page walk), so it grows with the pages of code and
- * data a call touches, not only with its cache lines.
+ * In a KVM guest "tlb" can cost as much as "code" or more (docs/PERFORMANCE.md): much of a cold
+ * call's cost there is address translation (each TLB miss a nested page walk), so it grows with
+ * the pages of code and data a call touches, not only with its cache lines.
  * Each sample is the monotonic clock around the call minus the median of the same reads around
  * nothing in the same state (the reads after an eviction are slower too). The figures are medians:
  * a sample that the scheduler interrupted is an outlier, not a cost. consumer_ns_per_segment is

@@ -23,9 +23,10 @@
  * a load nothing may be lost). Beside it, what the machine does to two busy threads: how often per
  * second one did not run for longer than the producer's ring takes to fill at that rate
  * (ring_fill_us; stalls_over_ring_fill_per_s) and the longest such gap (longest_stall_us). A
- * consumer that is off the CPU that long drops whatever its idle policy: with a consumer that
- * never sleeps (a scratch build), this bench still dropped 0.05-2% at 45M items/s on a 2-vCPU
- * KVM guest whose busy threads each lost the CPU for more than that rate's 22 us ~450 times/s.
+ * consumer that is off the CPU that long drops whatever its idle policy: a scratch build whose
+ * consumer never sleeps still dropped items at a VM whose busy threads lost the CPU for longer
+ * than ring_fill_us hundreds of times a second, so read drop_pct_half_load beside
+ * stalls_over_ring_fill_per_s.
  *
  * Last line: name=value pairs (ratio_* = IF_POSSIBLE / mutex, blocking_ratio_* = BLOCKING /
  * mutex, for information: with three spinning threads on two vCPUs they measure the scheduler

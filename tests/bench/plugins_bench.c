@@ -18,8 +18,8 @@
  * scheduler kept whichever placement a process started with, so the two sides of a round could
  * differ by a factor of two, interleaved or not.
  *
- * The parent drives the clients in turns through their stdin: "run K" (K = 2000 calls: ~22 ms of
- * pq, ~28 ms of redis on that VM) to one, wait for its "done", the same to the other, with the side
+ * The parent drives the clients in turns through their stdin: "run K" (K = 2000 calls, tens of
+ * milliseconds of either client) to one, wait for its "done", the same to the other, with the side
  * that goes first swapping at every pair of chunks (ABBA...; the first side of a round alternates
  * between rounds), until each has made N = 20000 measured calls. Only one client calls at a time,
  * and a client waiting for its next command is blocked on a pipe, using no CPU: what the machine's
@@ -232,8 +232,8 @@ static bool calls_make(call_fn call, void *conn, long n)
 /* Runs "finish": waits for the agent's writes, then answers "cpu <ns> <calls> <consumer ns>"
    (the consumer's part of <ns>; -1 without one). <ns> is the process's CPU up to the end of the
    last chunk plus what the consumer used after it (writing the last segments): the main thread
-   polling the file meanwhile is the benchmark's, not the agent's (each of its timed sleeps was
-   charged 55-90 us on a 2-vCPU KVM guest). */
+   polling the file meanwhile is the benchmark's, not the agent's (each of its timed sleeps is
+   charged to the process's CPU time too, as rate_bench shows for the consumer's). */
 static int client_finish(int64_t cpu0, int64_t consumer0, long calls, long total_calls)
 {
     int64_t cpu_end = cpu_now_ns(), consumer_end = consumer_cpu_ns();

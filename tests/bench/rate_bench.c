@@ -11,10 +11,11 @@
  * The agent's cost per segment = the calling thread's CPU inside the span calls (its CPU-time
  * clock read around them, minus the same reads around nothing, measured in the same window) +
  * the agent consumer thread's CPU over the window (its schedstat), divided by the segments. The
- * pacing sleeps between segments are the benchmark's: on a 2-vCPU KVM guest each timed sleep was
- * charged 55-90 us of CPU, which would swamp the figures. The calling thread runs each segment
- * after a sleep, with the caches as the rest of the machine left them: that is the point.
- * Every segment of a window must be reported, none dropped: otherwise the bench exits 1.
+ * pacing sleeps between segments are the benchmark's: each timed sleep is charged CPU of its own
+ * (in a VM much more than the agent's work per segment), which would swamp the figures. The calling
+ * thread runs each segment after a sleep, with the caches as the rest of the machine left them:
+ * that is the point. Every segment of a window must be reported, none dropped: otherwise the bench
+ * exits 1.
  *
  * Usage: rate_bench [--smoke] [--rounds R] (3 rounds; figures are medians over them)
  * Last line: ns_per_segment_100= ns_per_segment_100_cycle20= ns_per_segment_1000=

@@ -18,8 +18,7 @@
  * The loop around each segment (two clock reads for the caller's time, a look at the backlog
  * every 8 segments) costs CPU of its own: each round also runs it around an empty unit
  * (`harness`), and the CPU figures are net of it (each round's window minus that round's empty
- * one, per segment; per span it is a hundredth). Before it was subtracted, it made 75-80 ns of
- * total_cpu_per_segment3_ns on a 2-vCPU KVM guest (Intel Xeon).
+ * one, per segment; per span it is a hundredth); harness_cpu_ns prints what it was.
  *
  * Last-line keys:
  *   caller_pair_ns             caller wall time per span, whole segment timed / spans
@@ -111,8 +110,8 @@ static uint64_t backlog(sw_stats_t *st)
 
 /* The calling thread's CPU while it waited for the consumer (pacing sleeps, draining), summed:
    the benchmark's waiting, not the agent's work, so the windows subtract it (each timed sleep
-   was charged 55-90 us of CPU on a 2-vCPU KVM guest, and a window ends with a drain that can
-   wait for the agent's 500 ms nap). */
+   is charged CPU of its own, and a window ends with a drain that can wait for the agent's
+   500 ms nap). */
 static double waited_cpu_ns;
 
 /* Pacing: above PACE_HIGH waiting segments, sleep until the consumer is below PACE_LOW. */

@@ -408,11 +408,17 @@ Test(log_report, default_limit_is_10240_bytes)
     records_free(logs);
 }
 
+/* The gRPC deadline of the flood test: long, so that a caller that waited on the sender is told
+   from a slow caller by a wide margin (the bounds are half of it). */
+#define FLOOD_CALL_DEADLINE_MS 30000
+
 Test(log_report, a_flood_with_the_collector_stopped_never_blocks_and_counts_drops)
 {
     collector_t *c = &the_collector;
     collector_start(c, 0, NULL, NULL);
-    agent_start_with(c->port, 2000, "SW_LOG_QUEUE_SIZE", "64");
+    /* The sender's call to the stopped collector is stuck for up to FLOOD_CALL_DEADLINE_MS: a
+       caller that waited on the sender would wait that long, whatever the load. */
+    agent_start_with(c->port, FLOOD_CALL_DEADLINE_MS, "SW_LOG_QUEUE_SIZE", "64");
     records_wait(c, "event", 1); /* the sender has delivered once: it is up */
     cr_assert_eq(kill(c->pid, SIGSTOP), 0);
 
@@ -443,10 +449,12 @@ Test(log_report, a_flood_with_the_collector_stopped_never_blocks_and_counts_drop
     cr_expect_eq(st.logs_recorded, (uint64_t)n);
     cr_expect_gt(mid.logs_dropped, 0, "a 64-slot queue with a stopped collector must drop");
     cr_expect_eq(st.logs_dropped, (uint64_t)refused, "every SW_ELIMIT is a counted drop");
-    /* The sender is stuck in a call for up to 2 s: a caller that waited on it would show. */
-    cr_expect_lt(total_ms, 2000, "the flood took %llu ms: sw_log waited",
+    /* A caller that waited on the stuck sender would wait its whole deadline (30 s); the flood
+       itself takes a few seconds at most, even under TSan on a loaded machine. */
+    cr_expect_lt(total_ms, FLOOD_CALL_DEADLINE_MS / 2, "the flood took %llu ms: sw_log waited",
                  (unsigned long long)total_ms);
-    cr_expect_lt(worst_us, 500000, "one sw_log took %llu us", (unsigned long long)worst_us);
+    cr_expect_lt(worst_us, FLOOD_CALL_DEADLINE_MS / 2 * 1000ULL,
+                 "one sw_log took %llu us: it waited on the sender", (unsigned long long)worst_us);
     size_t held;
     records_free(records_of(c, "log", &held));
     cr_expect_eq(held, st.logs_reported, "the collector holds %zu lines, the agent reported %llu",

@@ -86,11 +86,13 @@ Test(preload_cyg, every_call_without_filters)
 
 Test(preload_cyg, minimum_duration_and_exclude_by_name)
 {
-    char *extra[] = {"SW_CYG_MIN_DURATION_US=1000", "SW_CYG_EXCLUDE=skip_*", NULL};
+    /* 100 ms: the middle functions sleep 250 ms, the tiny ones add a number; a tiny function
+       would have to lose the CPU for 100 ms to be kept. */
+    char *extra[] = {"SW_CYG_MIN_DURATION_US=100000", "SW_CYG_EXCLUDE=skip_*", NULL};
     pl_segments_t s = cyg_run("mindur", extra, NULL, 0);
     cr_assert_eq(s.n, 1);
     const pl_segment_t *seg = s.segs[0];
-    cr_assert_eq(seg->n_spans, 3, "only outer, middle_a and middle_b last >= 1 ms; got %zu",
+    cr_assert_eq(seg->n_spans, 3, "only outer, middle_a and middle_b last >= 100 ms; got %zu",
                  seg->n_spans);
     cr_assert_str_eq(seg->spans[0]->operationname, "cyg_outer");
     cr_assert_eq(span_named(seg, "cyg_middle_a")->parentspanid, 0);

@@ -467,8 +467,8 @@ static long thread_blocks(const char *name)
 Test(datacarrier, idle_consumer_sleeps_until_a_store)
 {
     /* Once its rings are empty the consumer naps once and then sleeps until a producer wakes
-       it: no timed wake-ups while nothing is stored (on a 2-vCPU KVM guest each one was charged
-       55-90 us of the process's CPU time, 50 times a second with the agent's 20 ms cycle). Over
+       it: no timed wake-ups while nothing is stored (each one is charged to the process's CPU
+       time, 50 times a second with a 20 ms cycle; rate_bench prints what they cost). Over
        the 300 ms observed it may block twice (the nap, then idle); a consumer that woke every
        cycle would have blocked about 15 times. */
     dc_carrier_t *c = carrier_new(2, 16, DC_STRATEGY_IF_POSSIBLE, dc_partitioner_rolling(2));

@@ -109,11 +109,11 @@ void sw_config_init(sw_config_t *cfg)
     cfg->segment_arena_bytes = 16384;
     cfg->buffer_channel_size = 5;
     cfg->buffer_buffer_size = 300;
-    /* How long the consumers (segments, logs) with nothing to do nap (dc_consume). Each wake-up
-       costs CPU: on a 2-vCPU KVM guest a timed one was charged 55-90 us of the process's CPU
-       time, and rate_bench measured the agent's whole cost per segment at 1000 segments/s as
-       5.5 us with the Java DataCarrier's 20 ms and 3.3 us with 500 ms (at 100/s: 41 and 8.5 us).
-       A half-full channel still wakes the consumer at once. */
+    /* How long the consumers (segments, logs) with nothing to do nap (dc_consume). Each timed
+       wake-up costs the process CPU time, so a longer nap costs less per segment at modest
+       rates: tests/bench/rate_bench.c prints the agent's whole cost per segment with this
+       500 ms and with the Java DataCarrier's 20 ms. A half-full channel still wakes the
+       consumer at once. */
     cfg->buffer_consume_cycle_ms = 500;
     cfg->heartbeat_period_s = 30;
     cfg->grpc_timeout_ms = 10000;

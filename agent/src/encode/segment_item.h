@@ -4,9 +4,9 @@
  * A segment of at most SW__THREAD_ENCODE_MAX_SPANS spans is encoded by the thread that finished
  * it, into its chunk, and the item is the record (sw__encoded_t *, encode/chunk.h): the block is
  * in that core's cache then, and is reused at once. A bigger segment goes to the consumer as its
- * block, tagged with the low bit, and the consumer encodes it: its encoding (~15 ns a span) would
- * otherwise land on the request that ends it, and a big block is not reused hot anyway. Both
- * pointers are at least 8-byte aligned, so the low bit is free.
+ * block, tagged with the low bit, and the consumer encodes it: its encoding (which grows with its
+ * spans) would otherwise land on the request that ends it, and a big block is not reused hot
+ * anyway. Both pointers are at least 8-byte aligned, so the low bit is free.
  */
 #ifndef SW_ENCODE_SEGMENT_ITEM_H
 #define SW_ENCODE_SEGMENT_ITEM_H

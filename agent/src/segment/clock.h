@@ -2,10 +2,11 @@
  * clock.h - span timestamps (internal).
  *
  * SkyWalking records milliseconds since the Unix epoch, so the clock must be the wall clock.
- * CLOCK_REALTIME through the vDSO costs ~20-35 ns here and is two of the few things a recorded
- * span pair does. CLOCK_REALTIME_COARSE is cheaper but only advances every scheduler tick (4 ms
- * at HZ=250): spans shorter than a tick would read 0 ms and a child could appear to start before
- * its parent, which is wrong for ms data.
+ * CLOCK_REALTIME through the vDSO is two of the few things a recorded span pair does, and not
+ * the cheapest of them (tests/bench/span_bench.c prints its cost, clock_ns, beside a pair's).
+ * CLOCK_REALTIME_COARSE is cheaper but only advances every scheduler tick (4 ms at HZ=250): spans
+ * shorter than a tick would read 0 ms and a child could appear to start before its parent, which is
+ * wrong for ms data.
  *
  * So, where the CPU has an invariant TSC and the kernel itself keeps time with it (clocksource
  * "tsc"), a span reads the TSC (one RDTSC, no fence: ms timestamps need no ordering against

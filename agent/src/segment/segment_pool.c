@@ -8,8 +8,8 @@
 #include <stdlib.h>
 
 /* Bounds of the wait for another thread's give-back (see refill_wait): pause iterations per
-   wait, and waits per get. At most ~10 us on an application thread, and only when the pool is
-   at its cap: overload is answered by a counted drop, not by waiting. */
+   wait, and waits per get. At most 2 x 128 PAUSE instructions on an application thread, and
+   only when the pool is at its cap: overload is answered by a counted drop, not by waiting. */
 #define REFILL_WAIT_SPINS  128
 #define REFILL_WAIT_ROUNDS 2
 

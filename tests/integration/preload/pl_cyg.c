@@ -3,10 +3,10 @@
  * functions) and linked with libskywalking: its function calls become local spans. The span
  * tree it can produce, with no filter:
  *
- *   cyg_outer                 ~6 ms
- *     cyg_middle_a            ~3 ms
- *     cyg_middle_b            ~3 ms
- *       cyg_tiny x 100        ~0 ms each
+ *   cyg_outer                 >= 500 ms
+ *     cyg_middle_a            >= 250 ms (a sleep: load only makes it longer)
+ *     cyg_middle_b            >= 250 ms
+ *       cyg_tiny x 100        an addition each
  *     skip_me
  *       cyg_tiny
  *
@@ -36,7 +36,7 @@ NOINLINE void cyg_tiny(int i)
 
 NOINLINE void cyg_middle_a(void)
 {
-    pause_ms(3);
+    pause_ms(250);
 }
 
 NOINLINE void cyg_middle_b(void)
@@ -44,7 +44,7 @@ NOINLINE void cyg_middle_b(void)
     for (int i = 0; i < 100; i++) {
         cyg_tiny(i);
     }
-    pause_ms(3);
+    pause_ms(250);
 }
 
 NOINLINE void skip_me(void)

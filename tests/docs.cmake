@@ -9,3 +9,8 @@ foreach(check links quickstart settings names)
             ${check})
   set_tests_properties(docs_${check} PROPERTIES LABELS unit TIMEOUT 60)
 endforeach()
+
+# The floors of agent/src (docs/ARCHITECTURE.md): no #include runs up or sideways.
+add_test(NAME agent_floors
+  COMMAND ${SW_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/support/check_floors.py ${PROJECT_SOURCE_DIR})
+set_tests_properties(agent_floors PROPERTIES LABELS unit TIMEOUT 60)

@@ -41,7 +41,7 @@ if(TARGET skywalking)
                    LIBS skywalking)
   target_include_directories(test_clock PRIVATE ${PROJECT_SOURCE_DIR}/agent/src)
 
-  foreach(f sw8 correlation config producer_config cyg_patterns grpc_commands sw8x w3c)
+  foreach(f sw8 correlation config producer_config cyg_patterns grpc_commands sw8x w3c cds)
     sw_add_fuzzer(fuzz_${f} SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz_${f}.c
                   LIBS skywalking CORPUS ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus/fuzz_${f})
     target_include_directories(fuzz_${f} PRIVATE ${PROJECT_SOURCE_DIR}/agent/src)

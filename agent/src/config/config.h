@@ -86,6 +86,10 @@ size_t sw__config_describe(const sw_config_t *cfg, char *buf, size_t len);
 /* Wipes and frees a NUL-terminated secret read by the agent (NULL is fine). */
 void sw__config_secret_free(char *secret);
 
+/* Wipes len bytes of a secret about to die (a token's copy, a key's text) with
+   OPENSSL_cleanse, which the compiler cannot drop as a dead store. */
+void sw__config_secret_wipe(void *secret, size_t len);
+
 /* What a text setting may hold: LIST no control byte but tab (a list blank); NAME (service
    and instance names) no control byte; SECRET printable ASCII only (0x20..0x7e). */
 typedef enum { SW__TEXT_LIST, SW__TEXT_NAME, SW__TEXT_SECRET } sw__text_rule_t;

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core/dynamic_config.h"
+#include "fuzz_log_check.h"
 #include "log/log.h"
 #include "report/cds.h"
 
@@ -19,25 +20,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define SPAN_CAPACITY 300
 
-static void check_line(sw_log_level_t level, const char *message, void *opaque)
-{
-    (void)level;
-    (void)opaque;
-    size_t len = strlen(message);
-    if (len > SW__LOG_LINE_MAX + 64) {
-        abort();
-    }
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)message[i];
-        if (c < 0x20 || c >= 0x7f) { /* escaped: nothing from the collector gets through raw */
-            abort();
-        }
-    }
-}
-
 static void startup(void)
 {
-    sw_set_log_handler(check_line, NULL);
+    sw_set_log_handler(fuzz_log_line_check, NULL);
     sw_config_t cfg;
     sw_config_init(&cfg);
     snprintf(cfg.ignore_suffix, sizeof cfg.ignore_suffix, ".startup");

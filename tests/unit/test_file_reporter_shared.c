@@ -75,6 +75,23 @@ static const char *dir_of(const char *path)
     return dir;
 }
 
+/* Expects the reporter refused for path with a message naming the setting and `why`; if it
+   was accepted, writes one record through it (which the caller then finds). */
+static void expect_refused(const char *path, const char *why)
+{
+    sw__report_counters_t c = {0};
+    sw__reporter_t *r = NULL;
+    char err[512] = "";
+    int rc = sw__file_reporter_create(path, &c, &r, err, sizeof err);
+    if (rc == 0) {
+        report_one(r, "accepted");
+        r->close(r);
+    }
+    cr_expect_eq(rc, SW_ECONFIG, "%s was accepted (%s)", path, why);
+    cr_expect(strstr(err, "SW_REPORTER_FILE_PATH") != NULL && strstr(err, why) != NULL,
+              "'%s' should name SW_REPORTER_FILE_PATH and say '%s'", err, why);
+}
+
 Test(file_reporter_shared, a_symbolic_link_is_refused)
 {
     const char *path = agent_test_path();
@@ -84,17 +101,7 @@ Test(file_reporter_shared, a_symbolic_link_is_refused)
     cr_assert_geq(fd, 0);
     close(fd);
     cr_assert_eq(symlink(target, path), 0);
-    sw__report_counters_t c = {0};
-    sw__reporter_t *r = NULL;
-    char err[512] = "";
-    int rc = sw__file_reporter_create(path, &c, &r, err, sizeof err);
-    if (rc == 0) {
-        report_one(r, "through-the-link");
-        r->close(r);
-    }
-    cr_expect_eq(rc, SW_ECONFIG, "a link was followed");
-    cr_expect(strstr(err, "SW_REPORTER_FILE_PATH") != NULL && strstr(err, "symbolic link"), "%s",
-              err);
+    expect_refused(path, "symbolic link");
     cr_expect_eq(size_of(target), 0, "the link's target was written");
 }
 
@@ -109,18 +116,8 @@ Test(file_reporter_shared, another_users_file_is_refused)
     cr_assert_geq(fd, 0);
     close(fd);
     cr_assert_eq(chown(path, 65534, 65534), 0);
-    sw__report_counters_t c = {0};
-    sw__reporter_t *r = NULL;
-    char err[512] = "";
-    int rc = sw__file_reporter_create(path, &c, &r, err, sizeof err);
-    if (rc == 0) {
-        report_one(r, "into-a-planted-file");
-        r->close(r);
-    }
-    cr_expect_eq(rc, SW_ECONFIG, "another user's file was accepted");
-    cr_expect(strstr(err, "SW_REPORTER_FILE_PATH") != NULL && strstr(err, "belongs to user 65534"),
-              "%s", err);
-    cr_expect_eq(size_of(path), 0);
+    expect_refused(path, "belongs to user 65534");
+    cr_expect_eq(size_of(path), 0, "another user's file was written");
 }
 
 Test(file_reporter_shared, a_new_file_is_private_and_dev_null_still_works)

@@ -40,3 +40,16 @@ if(TARGET skywalking)
   target_compile_definitions(test_log_report PRIVATE
     SW_TEST_GRPC_COLLECTOR="${CMAKE_CURRENT_SOURCE_DIR}/support/grpc_collector.py")
 endif()
+
+# A collector that should not be trusted: oversized answers, TLS negatives, a token in clear
+# text (agent/src/report/grpc_reporter_channel.c).
+if(TARGET skywalking)
+  sw_add_unit_test(test_grpc_hostile
+    SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_grpc_hostile.c
+    LIBS skywalking
+    LABELS grpc
+    TIMEOUT 600
+    ENV ${grpc_test_env})
+  target_compile_definitions(test_grpc_hostile PRIVATE
+    SW_TEST_GRPC_COLLECTOR="${CMAKE_CURRENT_SOURCE_DIR}/support/grpc_collector.py")
+endif()

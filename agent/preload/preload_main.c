@@ -14,6 +14,7 @@
 #include "../src/config/config.h"
 #include "../src/core/span_instrument.h"
 #include "../src/log/log.h"
+#include "../src/report/reporter.h"
 #include "preload.h"
 #include "preload_db.h"
 #include "../src/util/locality.h"
@@ -173,7 +174,8 @@ __attribute__((constructor)) static void preload_start(void)
 }
 
 /* Runs after the agent's atexit handler has drained and flushed the reporter. A server that
-   never produced a segment leaves no empty file behind. */
+   never produced a segment leaves no empty file behind: the file the reporter created, by its
+   device and inode, never another file the path names after a chdir. */
 __attribute__((destructor)) static void preload_stop(void)
 {
     if (!created_file) {
@@ -181,10 +183,8 @@ __attribute__((destructor)) static void preload_stop(void)
     }
     sw_stats_t st;
     sw_stats(&st);
-    struct stat fs;
-    if (!sw_enabled() && st.segments_reported == 0 && stat(config.file_path, &fs) == 0 &&
-        fs.st_size == 0) {
-        (void)unlink(config.file_path);
+    if (!sw_enabled() && st.segments_reported == 0) {
+        (void)sw__file_reporter_remove_if_empty();
     }
 }
 

@@ -9,32 +9,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_log_check.h"
 #include "log/log.h"
 #include "grpc/grpc_reporter_commands.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static void check_line(sw_log_level_t level, const char *message, void *opaque)
-{
-    (void)level;
-    (void)opaque;
-    size_t len = strlen(message);
-    if (len > SW__LOG_LINE_MAX + 64) {
-        abort();
-    }
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)message[i];
-        if (c < 0x20 || c >= 0x7f) { /* escaped: not even UTF-8 from outside gets through */
-            abort();
-        }
-    }
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static int once;
     if (!once) {
-        sw_set_log_handler(check_line, NULL);
+        sw_set_log_handler(fuzz_log_line_check, NULL);
         once = 1;
     }
     sw__log_reset(0); /* every input may log, not only the first five */

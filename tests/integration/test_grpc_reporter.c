@@ -284,9 +284,11 @@ Test(grpc_reporter, wrong_token_is_rejected_and_reported_once)
     cr_expect_eq(r.segments, 0, "the collector stored %zu segments of a rejected token",
                  r.segments);
     cr_expect_geq(r.rejected, 1, "the collector never rejected anything");
-    cr_expect_eq(occurrences(err, "SW_AGENT_AUTHENTICATION"), 1,
+    cr_expect_eq(occurrences(err, "check SW_AGENT_AUTHENTICATION"), 1,
                  "the rejected token should be reported exactly once, naming "
                  "SW_AGENT_AUTHENTICATION");
+    cr_expect_eq(occurrences(err, "SW_AGENT_AUTHENTICATION is sent without TLS"), 1,
+                 "the token in clear text should be warned about exactly once");
     cr_expect_eq(occurrences(err, "UNAUTHENTICATED"), 1);
     records_free(&r);
     free(err);

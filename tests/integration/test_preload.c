@@ -416,3 +416,41 @@ Test(preload, idle_server_leaves_no_empty_file)
     struct stat st;
     cr_assert_neq(stat(path, &st), 0, "a server that traced nothing left %s", path);
 }
+
+/* The cleanup of an idle server's empty file removes the file the agent created, not the
+   file its relative path names after the program changed directory. */
+Test(preload, idle_server_cleanup_after_chdir_removes_only_its_own_file)
+{
+    char dir[256], other[512], path[512], bystander[600], portfile[512];
+    pl_tmpdir(dir, sizeof dir, "chdir");
+    path_join(other, sizeof other, dir, "other");
+    cr_assert_eq(mkdir(other, 0700), 0);
+    path_join(bystander, sizeof bystander, other, "server.bin");
+    int fd = open(bystander, O_WRONLY | O_CREAT | O_EXCL, 0600); /* empty, like ours */
+    cr_assert_geq(fd, 0);
+    close(fd);
+    path_join(portfile, sizeof portfile, dir, "port");
+    char preload[4200], cwd[600], exit_cwd[600];
+    snprintf(preload, sizeof preload, "LD_PRELOAD=%s", PL_PRELOAD_LIB);
+    snprintf(cwd, sizeof cwd, "PL_SERVER_CWD=%s", dir);
+    snprintf(exit_cwd, sizeof exit_cwd, "PL_SERVER_EXIT_CWD=%s", other);
+    char *env[] = {
+        preload, "SW_REPORTER_FILE_PATH=server.bin", "SW_AGENT_NAME=pl-chdir", cwd, exit_cwd, NULL};
+    int fds[2];
+    cr_assert_eq(pipe2(fds, O_CLOEXEC), 0);
+    char *argv[] = {PL_SERVER, "serve", portfile, NULL};
+    pid_t pid = pl_spawn(argv, env, fds[0], NULL, NULL);
+    close(fds[0]);
+    cr_assert_gt(pid, 0, "cannot start pl_server");
+    cr_assert(pl_wait_file(portfile, WAIT_MS), "pl_server wrote no port within %d ms", WAIT_MS);
+    path_join(path, sizeof path, dir, "server.bin");
+    struct stat st;
+    cr_assert_eq(stat(path, &st), 0, "the agent created no %s", path);
+    cr_expect_eq(st.st_mode & 0777, 0600, "a new segment file is private: mode %o",
+                 (unsigned)(st.st_mode & 0777));
+    close(fds[1]);
+    cr_assert_eq(pl_wait(pid, WAIT_MS), 0, "pl_server did not exit cleanly");
+    cr_expect_eq(stat(bystander, &st), 0,
+                 "the cleanup after chdir removed another file: %s is gone", bystander);
+    cr_expect_neq(stat(path, &st), 0, "the agent's own empty file %s was left", path);
+}

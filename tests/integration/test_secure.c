@@ -1,13 +1,16 @@
 /*
- * test_secure.c - the agent in a process with elevated privileges (AT_SECURE). A setuid-root
- * copy of sw_secure_probe runs as uid/gid 65534 (dropped with setpriv) with environment
- * variables that point at a root-only directory: the agent must create no file there and
- * print nothing of a root-only file, say once why it stays off, and run with a configuration
- * the program passes. Control runs without the setuid bit show that the same environment
- * does create the file and print the content, so the assertions can fail.
+ * test_secure.c - the agent in a process with elevated privileges (AT_SECURE). A privileged
+ * copy of sw_secure_probe runs with environment variables that point at a file to create and
+ * at a config file holding a marker: the agent must create no file and print nothing of that
+ * file, say once why it stays off, and run with a configuration the program passes. Control
+ * runs without the privilege bit show that the same environment does create the file and
+ * print the content, so the assertions can fail.
  *
- * Needs root (to make the setuid copy) and setpriv; skipped otherwise and under sanitizers
- * (their runtimes refuse or change setuid programs).
+ * The privileged copy is, as root, setuid-root run as uid/gid 65534 (dropped with setpriv),
+ * in a root-only directory; without root, setgid to a supplementary group of the user that is
+ * not its primary group (the kernel sets AT_SECURE when the effective gid changes on exec).
+ * When neither is possible, or under sanitizers (their runtimes refuse or change such
+ * programs), the test says so on stderr, with the reason, and is skipped.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -17,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -27,6 +31,25 @@
 
 static char root_dir[64], bin_dir[64], out_dir[64];
 static char secret_file[128], owned_file[128], setuid_bin[128], plain_bin[128];
+
+/* How the privileged copy is made: none (skipped, why_skipped says why), setuid root (as
+   root), or setgid to `privileged_group` (without root). */
+static enum { PRIV_NONE, PRIV_SETUID_ROOT, PRIV_SETGID } priv;
+static gid_t privileged_group;
+static char why_skipped[256];
+
+/* A supplementary group of this process other than its real gid, or (gid_t)-1. */
+static gid_t other_group(void)
+{
+    gid_t groups[256];
+    int n = getgroups(256, groups);
+    for (int i = 0; i < n; i++) {
+        if (groups[i] != getgid()) {
+            return groups[i];
+        }
+    }
+    return (gid_t)-1;
+}
 
 static void copy_file(const char *from, const char *to, mode_t mode)
 {
@@ -40,13 +63,48 @@ static void copy_file(const char *from, const char *to, mode_t mode)
     }
     close(in);
     close(out);
-    cr_assert_eq(chown(to, 0, 0), 0);
+    if (priv == PRIV_SETUID_ROOT) {
+        cr_assert_eq(chown(to, 0, 0), 0);
+    } else {
+        cr_assert_eq(chown(to, (uid_t)-1, privileged_group), 0, "chown to group %u: %s",
+                     (unsigned)privileged_group, strerror(errno));
+    }
     cr_assert_eq(chmod(to, mode), 0); /* after chown, which clears the setuid bit */
+}
+
+/* Chooses how to make the privileged copy; false (why_skipped set) when it cannot be made. */
+static bool priv_choose(void)
+{
+    if (TEST_SANITIZED) {
+        snprintf(why_skipped, sizeof why_skipped,
+                 "a sanitizer runtime refuses or changes setuid and setgid programs");
+        return false;
+    }
+    if (geteuid() == 0) {
+        if (access("/usr/bin/setpriv", X_OK) != 0) {
+            snprintf(why_skipped, sizeof why_skipped,
+                     "running as root but /usr/bin/setpriv (util-linux) is missing to drop to "
+                     "uid 65534");
+            return false;
+        }
+        priv = PRIV_SETUID_ROOT;
+        return true;
+    }
+    privileged_group = other_group();
+    if (privileged_group == (gid_t)-1) {
+        snprintf(why_skipped, sizeof why_skipped,
+                 "not root (euid %u), and the user has no supplementary group besides gid %u: "
+                 "neither a setuid-root nor a setgid copy of the probe can be made",
+                 (unsigned)geteuid(), (unsigned)getgid());
+        return false;
+    }
+    priv = PRIV_SETGID;
+    return true;
 }
 
 static void setup(void)
 {
-    if (geteuid() != 0 || TEST_SANITIZED || access("/usr/bin/setpriv", X_OK) != 0) {
+    if (!priv_choose()) {
         return;
     }
     snprintf(root_dir, sizeof root_dir, "/tmp/sw-secure-root-XXXXXX");
@@ -64,8 +122,15 @@ static void setup(void)
     close(fd);
     snprintf(setuid_bin, sizeof setuid_bin, "%s/probe-setuid", bin_dir);
     snprintf(plain_bin, sizeof plain_bin, "%s/probe-plain", bin_dir);
-    copy_file(SW_SECURE_PROBE, setuid_bin, 04755);
+    copy_file(SW_SECURE_PROBE, setuid_bin, priv == PRIV_SETUID_ROOT ? 04755 : 02755);
     copy_file(SW_SECURE_PROBE, plain_bin, 0755);
+    struct statvfs vfs;
+    if (statvfs(bin_dir, &vfs) == 0 && (vfs.f_flag & ST_NOSUID) != 0) {
+        snprintf(why_skipped, sizeof why_skipped,
+                 "/tmp is mounted nosuid: a setuid or setgid copy of the probe would not "
+                 "raise privileges");
+        priv = PRIV_NONE;
+    }
 }
 
 static void teardown(void)
@@ -142,10 +207,14 @@ static void run(run_t *r, const char *bin, const char *mode, bool drop, char *co
 
 static bool skipped(void)
 {
-    if (root_dir[0] != '\0') {
+    if (priv != PRIV_NONE) {
+        fprintf(stderr, "test_secure: runs with a %s copy of the probe\n",
+                priv == PRIV_SETUID_ROOT ? "setuid-root" : "setgid");
         return false;
     }
-    cr_skip_test("needs root, setpriv and an unsanitized build");
+    fprintf(stderr, "test_secure: SKIPPED, the AT_SECURE behaviour is not tested: %s\n",
+            why_skipped);
+    cr_skip_test("%s", why_skipped);
     return true;
 }
 
@@ -168,21 +237,22 @@ Test(secure, setuid_program_takes_nothing_from_the_environment)
     run(&r, plain_bin, "env", false, only_config);
     cr_assert_not_null(strstr(r.err, HASH), "control: the content was not printed: %s", r.err);
 
-    /* The setuid copy as an unprivileged user. */
+    /* The privileged copy as an unprivileged user. */
     char *both[] = {config_env, path_env, NULL};
-    run(&r, setuid_bin, "env", true, both);
+    bool drop = priv == PRIV_SETUID_ROOT; /* setgid: we are the unprivileged user already */
+    run(&r, setuid_bin, "env", drop, both);
     cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "status %d, stderr: %s", r.status,
               r.err);
     cr_expect_str_eq(r.out, "sw_init=SW_ECONFIG\n", "the agent stays off");
-    cr_expect_neq(access(owned_file, F_OK), 0, "a file was created in the root-only directory");
-    cr_expect_null(strstr(r.out, HASH), "root-only content on stdout: %s", r.out);
-    cr_expect_null(strstr(r.err, HASH), "root-only content on stderr: %s", r.err);
+    cr_expect_neq(access(owned_file, F_OK), 0, "the file the environment names was created");
+    cr_expect_null(strstr(r.out, HASH), "the config file's content on stdout: %s", r.out);
+    cr_expect_null(strstr(r.err, HASH), "the config file's content on stderr: %s", r.err);
     cr_expect_not_null(strstr(r.err, "AT_SECURE"), "it says why: %s", r.err);
     const char *first = strstr(r.err, "AT_SECURE");
     cr_expect_null(first ? strstr(first + 1, "AT_SECURE") : NULL, "said once: %s", r.err);
 
     /* A configuration the program passes is used, and that is said too. */
-    run(&r, setuid_bin, "pass", true, both);
+    run(&r, setuid_bin, "pass", drop, both);
     cr_expect_str_eq(r.out, "sw_init=SW_OK\n", "stderr: %s", r.err);
     cr_expect_not_null(strstr(r.err, "uses only the configuration the program passed"), "%s",
                        r.err);

@@ -47,6 +47,9 @@ Options:
   --cds-file PATH    the configuration discovery answer (see above)
   --tls-client-ca PATH  with --tls-cert: require a client certificate signed by this CA
                      (mutual TLS); a client without one is refused in the handshake
+  --answer-pad N     append to every Commands answer (collect, InstanceProperties, keepAlive,
+                     fetchConfigurations) a Command "Padding" with an argument of N bytes: an
+                     oversized answer, as a hostile collector could send
 
 SIGTERM or SIGINT stops the server gracefully (calls in flight are finished, up to 5 s) and
 exits with status 0. Must run under /usr/bin/python3 (Debian's grpcio and grpc_tools).
@@ -98,6 +101,17 @@ class Recorder:
             self.file.close()
 
 
+def padded(args, out):
+    """out with a Command "Padding" of --answer-pad bytes appended (none without the option)."""
+    import command_pb2
+    import common_pb2
+    if args.answer_pad > 0:
+        out.commands.append(command_pb2.Command(
+            command="Padding",
+            args=[common_pb2.KeyStringValuePair(key="pad", value="x" * args.answer_pad)]))
+    return out
+
+
 def build_servicers(args, recorder):
     import command_pb2
     import common_pb2
@@ -116,7 +130,7 @@ def build_servicers(args, recorder):
             out.commands.append(command_pb2.Command(
                 command=name,
                 args=[common_pb2.KeyStringValuePair(key="SerialNumber", value=str(n))]))
-        return out
+        return padded(args, out)
 
     def authorized(context, method):
         if args.token is None:
@@ -233,7 +247,7 @@ def build_meter_cds_servicers(args, recorder, authorized):
                 kvs.append(common_pb2.KeyStringValuePair(key=key, value=value))
             out.commands.append(command_pb2.Command(command="ConfigurationDiscoveryCommand",
                                                     args=kvs))
-            return out
+            return padded(args, out)
 
     return (meter_pb2_grpc, MeterReportService(), configuration_discovery_pb2_grpc,
             ConfigurationDiscoveryService())
@@ -325,6 +339,7 @@ def main():
     parser.add_argument("--tls-key")
     parser.add_argument("--cds-file")
     parser.add_argument("--tls-client-ca")
+    parser.add_argument("--answer-pad", type=int, default=0)
     parser.add_argument("--proto-dir",
                         default=str(Path(__file__).resolve().parents[2] / "proto"))
     args = parser.parse_args()

@@ -86,6 +86,8 @@ static const char *collector_tls_cert, *collector_tls_key;
 static const char *collector_tls_client_ca;
 /* When set, the next collector answers fetchConfigurations from this file (--cds-file). */
 static const char *collector_cds_file;
+/* When set, the next collector pads every Commands answer by this many bytes (--answer-pad). */
+static const char *collector_answer_pad;
 
 static inline void collector_start(collector_t *c, int port, const char *token, const char *command)
 {
@@ -112,6 +114,10 @@ static inline void collector_start(collector_t *c, int port, const char *token, 
     if (collector_cds_file != NULL) {
         argv[argc++] = "--cds-file";
         argv[argc++] = collector_cds_file;
+    }
+    if (collector_answer_pad != NULL) {
+        argv[argc++] = "--answer-pad";
+        argv[argc++] = collector_answer_pad;
     }
     if (collector_tls_cert != NULL) {
         argv[argc++] = "--tls-cert";

@@ -181,6 +181,94 @@ Test(hostile, secrets_are_never_printed)
                        said);
 }
 
+/* A private key (openssl genpkey, EC P-256), as a client key file or pasted inline. */
+static const char key_pem[] = "-----BEGIN PRIVATE KEY-----\n"
+                              "MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgKEYSECRETkeyKEYb\n"
+                              "-----END PRIVATE KEY-----\n";
+
+/* sw__config_describe of a config with `key`=`value` set (unchecked: describe is pure). */
+static const char *described(const char *key, const char *value)
+{
+    static char out[2048];
+    sw_config_t c;
+    sw_config_init(&c);
+    char err[512] = "";
+    cr_assert_eq(sw_config_set(&c, key, value, err, sizeof err), 0, "%s: %s", key, err);
+    sw__config_describe(&c, out, sizeof out);
+    said_add(out);
+    return out;
+}
+
+Test(hostile, start_event_opts_never_carry_a_secret)
+{
+    /* The token. */
+    cr_expect_str_eq(described("SW_AGENT_AUTHENTICATION", SECRET),
+                     "SW_AGENT_AUTHENTICATION=(not shown)");
+    /* Every secret property of the producer, alone and among others: names only. */
+    cr_expect_str_eq(described("SW_KAFKA_PRODUCER_CONFIG",
+                               "acks=all,security.protocol=SASL_PLAINTEXT,sasl.mechanism=PLAIN,"
+                               "sasl.username=user1,sasl.password=" SECRET ",linger.ms=20"),
+                     "SW_KAFKA_PRODUCER_CONFIG=[acks,security.protocol,sasl.mechanism,"
+                     "sasl.username,sasl.password=(not shown),linger.ms]");
+    cr_expect_str_eq(
+        described("SW_KAFKA_PRODUCER_CONFIG",
+                  "security.protocol=SASL_SSL,sasl.jaas.config=org.apache.kafka.common.security."
+                  "plain.PlainLoginModule required username=\"u\" password=\"" SECRET "\";"),
+        "SW_KAFKA_PRODUCER_CONFIG=[security.protocol,sasl.jaas.config=(not shown)]");
+    cr_expect_str_eq(described("SW_KAFKA_PRODUCER_CONFIG",
+                               "security.protocol=SSL,ssl.keystore.location=/k/client.pem,"
+                               "ssl.key.location=/k/client.key,ssl.key.password=" SECRET),
+                     "SW_KAFKA_PRODUCER_CONFIG=[security.protocol,ssl.keystore.location,"
+                     "ssl.key.location,ssl.key.password=(not shown)]");
+    /* A key given inline (the Java client's and librdkafka's names), and a secret holding a
+       comma: its second piece is not shown as a name. */
+    cr_expect_str_eq(described("SW_KAFKA_PRODUCER_CONFIG",
+                               "ssl.keystore.key=" SECRET ",ssl.key.pem=" SECRET ",acks=1"),
+                     "SW_KAFKA_PRODUCER_CONFIG=[ssl.keystore.key=(not shown),"
+                     "ssl.key.pem=(not shown),acks]");
+    cr_expect_str_eq(described("SW_KAFKA_PRODUCER_CONFIG",
+                               "sasl.password=ab,X" SECRET "=cd,bootstrap.servers=a:1,b:2"),
+                     "SW_KAFKA_PRODUCER_CONFIG=[sasl.password=(not shown),?,bootstrap.servers]");
+    /* Other secrets by name: OAuth tokens and client secrets. */
+    cr_expect_str_eq(described("SW_KAFKA_PRODUCER_CONFIG",
+                               "oauth.token=" SECRET ",client.secret=" SECRET
+                               ",sasl.oauthbearer.client.credentials=" SECRET),
+                     "SW_KAFKA_PRODUCER_CONFIG=[oauth.token=(not shown),client.secret=(not "
+                     "shown),sasl.oauthbearer.client.credentials=(not shown)]");
+    /* A client key file: its path is shown, never its content; a PEM pasted where a path
+       belongs is not shown at all. */
+    const char *key_file = file_write("client.key", key_pem, strlen(key_pem));
+    char expect[256];
+    snprintf(expect, sizeof expect, "SW_AGENT_SSL_KEY_PATH=%s", key_file);
+    cr_expect_str_eq(described("SW_AGENT_SSL_KEY_PATH", key_file), expect);
+    cr_expect_str_eq(described("SW_AGENT_SSL_KEY_PATH", "-----BEGIN PRIVATE KEY-----\tMIGHAgE"),
+                     "SW_AGENT_SSL_KEY_PATH=(not shown)");
+    cr_expect_str_eq(described("SW_AGENT_SSL_CERT_CHAIN_PATH", "-----BEGIN PRIVATE KEY-----"),
+                     "SW_AGENT_SSL_CERT_CHAIN_PATH=(not shown)");
+    cr_expect_str_eq(
+        described("SW_KAFKA_PRODUCER_CONFIG", "ssl.key.location=-----BEGIN PRIVATE KEY-----"),
+        "SW_KAFKA_PRODUCER_CONFIG=(not shown)");
+    /* All of them at once, through a real start: the describe the Start event sends. */
+    sw_config_t c;
+    sw_config_init(&c);
+    char err[512] = "";
+    cr_assert_eq(sw_config_set(&c, "SW_AGENT_AUTHENTICATION", SECRET, err, sizeof err), 0);
+    cr_assert_eq(sw_config_set(&c, "SW_KAFKA_PRODUCER_CONFIG",
+                               "security.protocol=SASL_SSL,sasl.mechanism=PLAIN,sasl.jaas.config="
+                               "org.apache.kafka.common.security.plain.PlainLoginModule required "
+                               "username=\"u\" password=\"" SECRET "\";,ssl.keystore.location=/"
+                               "k.pem,ssl.key.password=" SECRET,
+                               err, sizeof err),
+                 0, "%s", err);
+    char all[4096];
+    sw__config_describe(&c, all, sizeof all);
+    said_add(all);
+    cr_expect_null(strstr(said, SECRET), "a secret was described:\n%s", said);
+    cr_expect_null(strstr(said, "SECRETtok"), "part of a secret was described:\n%s", said);
+    cr_expect_null(strstr(said, "SECRETkey"), "a key was described:\n%s", said);
+    cr_expect_null(strstr(said, "LoginModule"), "a JAAS value was described:\n%s", said);
+}
+
 Test(hostile, file_lines_are_not_echoed)
 {
     sw_config_t c;

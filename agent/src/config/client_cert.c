@@ -3,6 +3,7 @@
  * SW_AGENT_SSL_CERT_CHAIN_PATH (the names of SkyWalking's agents: agent.ssl_key_path,
  * agent.ssl_cert_chain_path). See config.h.
  */
+#include <openssl/crypto.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,16 +16,19 @@
 /* A key or a chain is a few KiB; a bundle of intermediates stays far below this. */
 #define CLIENT_FILE_MAX (1u << 20)
 
+void sw__config_secret_wipe(void *secret, size_t len)
+{
+    /* OpenSSL's: never optimised away as a dead store (the agent links libcrypto through the
+       producer's TLS and SCRAM). */
+    OPENSSL_cleanse(secret, len);
+}
+
 void sw__config_secret_free(char *secret)
 {
     if (secret == NULL) {
         return;
     }
-    /* volatile: the wipe must not be optimised away as a dead store before free. */
-    volatile char *p = secret;
-    for (size_t i = 0, n = strlen(secret); i < n; i++) {
-        p[i] = 0;
-    }
+    sw__config_secret_wipe(secret, strlen(secret));
     free(secret);
 }
 

@@ -11,6 +11,7 @@
 
 #include "../segment/ids.h"
 #include "../log/log.h"
+#include "producer_config.h"
 #include "swc_errbuf.h"
 
 /* KIND_TEXT: no control byte but tab (a list blank); KIND_NAME: no control byte at all;
@@ -166,10 +167,10 @@ static bool number_parse(const char *s, size_t len, int64_t min, int64_t max, in
 bool sw__config_name_is_secret(const char *name)
 {
     /* "password": ssl.key.password, sasl.password; "jaas": sasl.jaas.config; "keystore.key":
-     * the Java client's inline PEM key (ssl.keystore.key); "credentials": its OAuth client
-     * credentials. */
-    static const char *const words[] = {"password",       "secret",       "token",      "jaas",
-                                        "authentication", "keystore.key", "credentials"};
+     * the Java client's inline PEM key (ssl.keystore.key); "key.pem": librdkafka's
+     * (ssl.key.pem); "credentials": OAuth client credentials. */
+    static const char *const words[] = {"password",       "secret",       "token",   "jaas",
+                                        "authentication", "keystore.key", "key.pem", "credentials"};
     for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
         if (strcasestr(name, words[i]) != NULL) {
             return true;
@@ -455,15 +456,21 @@ size_t sw__config_describe(const sw_config_t *cfg, char *buf, size_t len)
         const key_desc_t *d = &keys[i];
         const char *field = (const char *)cfg + d->offset;
         const char *dflt = (const char *)&defaults + d->offset;
-        char value[96];
+        char value[256];
         bool text = d->kind == KIND_TEXT || d->kind == KIND_NAME || d->kind == KIND_SECRET ||
                     d->kind == KIND_REPORTER;
         if (text ? strcmp(field, dflt) == 0
                  : memcmp(field, dflt, d->kind == KIND_BOOL ? sizeof(bool) : 4) == 0) {
             continue;
         }
-        if (sw__config_name_is_secret(d->name)) {
+        if (sw__config_name_is_secret(d->name) || (text && strstr(field, "-----BEGIN") != NULL)) {
+            /* A PEM block can only be key material pasted where a path belongs. */
             snprintf(value, sizeof value, "(not shown)");
+        } else if (d->offset == offsetof(sw_config_t, kafka_producer_config)) {
+            /* Its values may hold secrets under any name: the property names only. */
+            char names[sizeof value - 2];
+            (void)sw__producer_config_describe(field, names, sizeof names);
+            snprintf(value, sizeof value, "[%s]", names);
         } else if (text) {
             sw__log_escape(value, sizeof value, field, strlen(field));
         } else if (d->kind == KIND_BOOL) {

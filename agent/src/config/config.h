@@ -76,13 +76,19 @@ int sw__config_client_cert_read(const sw_config_t *cfg, char **key, char **chain
 /*
  * Writes the settings of cfg that differ from sw_config_init's defaults as "KEY=value"
  * joined by spaces, in the order of the settings table, whole entries only, into buf (NUL-
- * terminated); secrets as KEY=(not shown), text escaped and cut. Returns the length. Pure.
- * The Start event's OPTS parameter.
+ * terminated); secrets (and any text holding a PEM block) as KEY=(not shown), text escaped
+ * and cut; SW_KAFKA_PRODUCER_CONFIG as its property names only,
+ * "[acks,sasl.password=(not shown)]" (sw__producer_config_describe). Returns the length. Pure.
+ * The Start event's OPTS parameter: it never carries a secret.
  */
 size_t sw__config_describe(const sw_config_t *cfg, char *buf, size_t len);
 
 /* Wipes and frees a NUL-terminated secret read by the agent (NULL is fine). */
 void sw__config_secret_free(char *secret);
+
+/* Wipes len bytes of a secret about to die (a token's copy, a key's text) with
+   OPENSSL_cleanse, which the compiler cannot drop as a dead store. */
+void sw__config_secret_wipe(void *secret, size_t len);
 
 /* What a text setting may hold: LIST no control byte but tab (a list blank); NAME (service
    and instance names) no control byte; SECRET printable ASCII only (0x20..0x7e). */
@@ -96,8 +102,8 @@ int sw__config_text_check(const char *key, sw__text_rule_t rule, const char *val
                           char *errbuf, size_t errlen);
 
 /* Whether a setting or property name holds a secret (its value is never printed): names that
-   contain password, secret, token, jaas, authentication, keystore.key or credentials, in any
-   case. Pure. */
+   contain password, secret, token, jaas, authentication, keystore.key, key.pem or credentials, in
+   any case. Pure. */
 bool sw__config_name_is_secret(const char *name);
 
 /* Whether the process runs with elevated privileges (getauxval(AT_SECURE): setuid, setgid or

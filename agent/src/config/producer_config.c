@@ -14,11 +14,11 @@
 
 #define PROPERTY_NAME_MAX 128
 
-/* Whether an item without '=' may be shown: a dotted lower-case name (a property missing its
-   value, "linger.ms") that does not name a secret. Anything else could be a bare secret. */
-static bool looks_like_property(const char *s, size_t n)
+/* Whether s[0..n) has the shape of a property name: lower case, digits, dots and dashes
+   ("acks", "linger.ms"). Copies it, NUL-terminated, into name[PROPERTY_NAME_MAX] when it does. */
+static bool property_name_shaped(const char *s, size_t n, char *name)
 {
-    if (n == 0 || n >= PROPERTY_NAME_MAX || memchr(s, '.', n) == NULL) {
+    if (n == 0 || n >= PROPERTY_NAME_MAX) {
         return false;
     }
     for (size_t i = 0; i < n; i++) {
@@ -27,10 +27,18 @@ static bool looks_like_property(const char *s, size_t n)
             return false;
         }
     }
-    char name[PROPERTY_NAME_MAX];
     memcpy(name, s, n);
     name[n] = '\0';
-    return !sw__config_name_is_secret(name);
+    return true;
+}
+
+/* Whether an item without '=' may be shown: a dotted lower-case name (a property missing its
+   value, "linger.ms") that does not name a secret. Anything else could be a bare secret. */
+static bool looks_like_property(const char *s, size_t n)
+{
+    char name[PROPERTY_NAME_MAX];
+    return memchr(s, '.', n) != NULL && property_name_shaped(s, n, name) &&
+           !sw__config_name_is_secret(name);
 }
 
 static int property_apply(kp_conf_t *conf, const char *name, const char *value, char *errbuf,
@@ -117,4 +125,36 @@ int sw__producer_config_apply(kp_conf_t *conf, const char *text, char *errbuf, s
         return SW_ECONFIG;
     }
     return 0;
+}
+
+size_t sw__producer_config_describe(const char *text, char *out, size_t len)
+{
+    size_t used = 0;
+    if (len == 0) {
+        return 0;
+    }
+    out[0] = '\0';
+    const char *cursor = text;
+    size_t n;
+    for (const char *piece; (piece = sw__list_next(&cursor, &n)) != NULL;) {
+        const char *eq = memchr(piece, '=', n);
+        if (eq == NULL) {
+            continue; /* the rest of the previous value (a list such as a:9092,b:9092) */
+        }
+        const char *key = piece;
+        size_t kn = (size_t)(eq - piece);
+        sw__text_trim(&key, &kn);
+        char name[PROPERTY_NAME_MAX];
+        /* A name of another shape may be a piece of a secret holding a comma: "?". (A started
+           agent has none: sw_init refused every name the producer does not know.) */
+        bool shaped = property_name_shaped(key, kn, name);
+        int w = snprintf(out + used, len - used, "%s%s%s", used ? "," : "", shaped ? name : "?",
+                         shaped && sw__config_name_is_secret(name) ? "=(not shown)" : "");
+        if (w < 0 || (size_t)w >= len - used) {
+            out[used] = '\0'; /* whole names only */
+            break;
+        }
+        used += (size_t)w;
+    }
+    return used;
 }

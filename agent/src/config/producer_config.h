@@ -20,4 +20,13 @@
  */
 int sw__producer_config_apply(kp_conf_t *conf, const char *text, char *errbuf, size_t errlen);
 
+/*
+ * Writes the property names of `text` (SW_KAFKA_PRODUCER_CONFIG) joined by commas into out
+ * (NUL-terminated, whole names only), never a value: a property whose name marks a secret
+ * (sw__config_name_is_secret) as "name=(not shown)", a name not of lower case, digits, dots
+ * and dashes (it could be part of a secret holding a comma) as "?". Returns the length. Pure; any
+ * thread. For the Start event's OPTS (sw__config_describe).
+ */
+size_t sw__producer_config_describe(const char *text, char *out, size_t len);
+
 #endif /* SW_CONFIG_PRODUCER_CONFIG_H */

@@ -164,6 +164,7 @@ static void cds_free(sw__cds_t *c)
 {
     sw__grpc_conn_destroy(c->conn);
     sw__grpc_cancel_destroy(&c->cancel);
+    sw__config_secret_wipe(c->token, sizeof c->token);
     free(c);
 }
 

@@ -106,6 +106,7 @@ static void reporter_free(grpc_reporter_t *r)
     sw__grpc_conn_destroy(r->meter_conn);
     sw__grpc_cancel_destroy(&r->meter_cancel);
     sw__grpc_notices_destroy(&r->notices);
+    sw__config_secret_wipe(r->token, sizeof r->token);
     free(r);
     grpc_shutdown(); /* pairs with grpc_init in create */
 }

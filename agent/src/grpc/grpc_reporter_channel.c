@@ -33,7 +33,12 @@ struct sw__grpc_conn {
     bool down;        /* the last outcome was a connection failure (for transition logs) */
     bool tls;         /* SW_AGENT_SSL */
     bool client_cert; /* mutual TLS: a client certificate is presented */
+    int answer_max;   /* GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH of its channels */
 };
+
+/* Whether the warning about a token sent without TLS was logged (process-wide: once).
+   Relaxed: only the exchange matters. */
+static _Atomic bool clear_token_logged;
 
 /* Whether the hint about a missing client certificate was logged in this run (process-wide:
    every connection of the reporter fails the same way, the user needs to read it once).
@@ -80,6 +85,12 @@ static int credentials_create(sw__grpc_conn_t *c, const sw_config_t *cfg, char *
                               size_t errlen)
 {
     if (!cfg->grpc_ssl) {
+        if (cfg->authentication[0] != '\0' &&
+            !atomic_exchange_explicit(&clear_token_logged, true, memory_order_relaxed)) {
+            sw__log(SW_LOG_WARN,
+                    "gRPC: SW_AGENT_AUTHENTICATION is sent without TLS, readable by anyone on "
+                    "the path to the collector; set SW_AGENT_SSL=true (logged once)");
+        }
         c->creds = grpc_insecure_credentials_create();
         return c->creds ? 0 : SW_ENOMEM;
     }
@@ -120,6 +131,8 @@ int sw__grpc_conn_create(const sw_config_t *cfg, const char *role, sw__grpc_conn
         return SW_ENOMEM;
     }
     c->role = role;
+    c->answer_max =
+        strcmp(role, "configuration discovery") == 0 ? SW_GRPC_CDS_ANSWER_MAX : SW_GRPC_ANSWER_MAX;
     if (strcmp(role, "segments") == 0) {
         atomic_store_explicit(&client_cert_hint_logged, false, memory_order_relaxed);
     }
@@ -147,7 +160,7 @@ static grpc_channel *channel_open(sw__grpc_conn_t *c)
 {
     /* A private subchannel pool: a new channel after a failure really reconnects instead of
        inheriting a shared subchannel's backoff. Retries off: one attempt per call, so every
-       outcome maps to exactly one delivery or none. */
+       outcome maps to exactly one delivery or none. Answers capped (SW_GRPC_ANSWER_MAX). */
     grpc_arg args[] = {
         {.type = GRPC_ARG_INTEGER,
          .key = (char *)GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL,
@@ -159,6 +172,9 @@ static grpc_channel *channel_open(sw__grpc_conn_t *c)
         {.type = GRPC_ARG_INTEGER,
          .key = (char *)GRPC_ARG_MAX_RECONNECT_BACKOFF_MS,
          .value.integer = SW_GRPC_BACKOFF_MAX_MS},
+        {.type = GRPC_ARG_INTEGER,
+         .key = (char *)GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,
+         .value.integer = c->answer_max},
     };
     grpc_channel_args ca = {.num_args = sizeof args / sizeof args[0], .args = args};
     return grpc_channel_create(c->addresses[c->current], c->creds, &ca);

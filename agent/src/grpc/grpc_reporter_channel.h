@@ -25,6 +25,14 @@
 /* Backoff after every address failed in a row: starts here, doubles, capped (ms). */
 #define SW_GRPC_BACKOFF_INITIAL_MS 100
 #define SW_GRPC_BACKOFF_MAX_MS     5000
+/* The largest answer the agent takes from the collector (GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH;
+   gRPC's default is 4 MiB): every answer is a Commands message. A real OAP answers collect,
+   InstanceProperties and keepAlive with no command or a few short ones; a configuration
+   discovery answer carries the service's dynamic settings (the agent uses three, each at most
+   SW_CONFIG_TEXT_MAX bytes). A larger answer fails its call with RESOURCE_EXHAUSTED: a
+   hostile or broken collector cannot make the agent allocate and parse megabytes. */
+#define SW_GRPC_ANSWER_MAX     4096
+#define SW_GRPC_CDS_ANSWER_MAX 16384
 /* Most addresses taken from SW_AGENT_COLLECTOR_BACKEND_SERVICES. */
 #define SW_GRPC_ADDRESSES_MAX 16
 
@@ -33,7 +41,10 @@ typedef struct sw__grpc_conn sw__grpc_conn_t;
 /*
  * Parses cfg->backend_services ("host:port[,host:port...]") and prepares the credentials
  * (TLS when cfg->grpc_ssl, with the PEM roots read from cfg->grpc_ssl_ca_file when set).
- * `role` names the user in log lines ("segments", "management"). Does not connect. Returns 0
+ * `role` names the user in log lines ("segments", "management"); the role "configuration
+ * discovery" may receive answers of SW_GRPC_CDS_ANSWER_MAX bytes, every other one
+ * SW_GRPC_ANSWER_MAX. A token (cfg->authentication) without TLS is warned about once per
+ * process: it travels in clear text. Does not connect. Returns 0
  * and *out; SW_ECONFIG with a message naming the key in errbuf (empty list, an entry without
  * a port, too many entries, unreadable CA file); SW_ENOMEM. grpc_init() must have been called.
  * Any thread.

@@ -35,6 +35,7 @@ int sw__grpc_logs_create(const sw_config_t *cfg, sw__grpc_notices_t *notices, sw
     l->token[sizeof l->token - 1] = '\0';
     int rc = sw__grpc_conn_create(cfg, "logs", &l->conn, errbuf, errlen);
     if (rc != 0) {
+        sw__config_secret_wipe(l->token, sizeof l->token);
         free(l);
         return rc;
     }
@@ -94,5 +95,6 @@ void sw__grpc_logs_destroy(sw__grpc_logs_t *l)
         return;
     }
     sw__grpc_conn_destroy(l->conn);
+    sw__config_secret_wipe(l->token, sizeof l->token);
     free(l);
 }

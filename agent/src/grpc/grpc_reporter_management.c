@@ -85,6 +85,7 @@ static void management_free(sw__grpc_management_t *m)
     free(m->properties);
     free(m->ping);
     sw__grpc_cancel_destroy(&m->cancel);
+    sw__config_secret_wipe(m->token, sizeof m->token);
     free(m);
 }
 

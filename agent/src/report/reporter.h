@@ -89,14 +89,31 @@ bool sw__report_records_reserve(sw__report_record_t **records, size_t *cap, size
 
 /*
  * The file reporter: appends each record as an unsigned varint length followed by the bytes to
- * `path` (created 0644 if missing; opened as config/file_open.h says: a FIFO, socket or
- * directory is refused), with one write(2) per batch. A batch whose write fails or falls short
- * is cut off again (ftruncate to the size before it) and counted as failed, so the file only
- * ever holds whole records; if the cut itself fails, every later batch is failed too. Returns
- * 0 and *out; SW_ECONFIG (a refused kind of file) or SW_EIO with a message naming
- * SW_REPORTER_FILE_PATH in errbuf; SW_ENOMEM.
+ * `path` (made absolute against the working directory now; opened as config/file_open.h says:
+ * a FIFO, socket or directory is refused), with one write(2) per batch. Fit for a shared
+ * directory: a symbolic link is not followed (refused), a new file is created 0600, an
+ * existing regular file must belong to the process's effective user.
+ *
+ * A batch whose write fails or falls short is cut off again (ftruncate to the size before it)
+ * and counted as failed, so the file only ever holds whole records; if the cut itself fails,
+ * every later batch is failed too. Each batch is written under an open file description lock
+ * (F_OFD_SETLKW) on the file, so the cut never removes records that a forked sibling or
+ * another process appended. Before each batch the descriptor is checked (fstat: the device
+ * and inode it was opened on); if the program closed it, the number is never written to nor
+ * closed again, and the path is reopened (said once; a batch that finds no file is failed).
+ *
+ * Returns 0 and *out; SW_ECONFIG (a refused kind of file, a link, another user's file) or
+ * SW_EIO with a message naming SW_REPORTER_FILE_PATH in errbuf; SW_ENOMEM.
  */
 int sw__file_reporter_create(const char *path, sw__report_counters_t *counters,
                              sw__reporter_t **out, char *errbuf, size_t errlen);
+
+/*
+ * Removes the file the last sw__file_reporter_create of this process created, if it is still
+ * that file (same device and inode, not a link, at the absolute path it was created at: a
+ * later chdir does not matter) and empty. Returns whether it was removed. For the preload's
+ * exit, after the agent stopped; not thread-safe against sw_init.
+ */
+bool sw__file_reporter_remove_if_empty(void);
 
 #endif /* SW_REPORT_REPORTER_H */

@@ -212,6 +212,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: pl_server serve PORTFILE | threads N | fork N | multi N\n");
         return 2;
     }
+    /* PL_SERVER_CWD: the working directory to serve from (a relative SW_REPORTER_FILE_PATH
+       names a file there); PL_SERVER_EXIT_CWD: the one to move to before exiting. */
+    const char *cwd = getenv("PL_SERVER_CWD"), *exit_cwd = getenv("PL_SERVER_EXIT_CWD");
+    if (cwd != NULL && chdir(cwd) != 0) {
+        perror("pl_server: PL_SERVER_CWD");
+        return 1;
+    }
     curl_global_init(CURL_GLOBAL_DEFAULT);
     struct MHD_Daemon *d = MHD_start_daemon(
         MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG, 0,
@@ -251,5 +258,9 @@ int main(int argc, char **argv)
     }
     MHD_stop_daemon(d);
     curl_global_cleanup();
+    if (exit_cwd != NULL && chdir(exit_cwd) != 0) {
+        perror("pl_server: PL_SERVER_EXIT_CWD");
+        return 1;
+    }
     return rc;
 }

@@ -10,6 +10,7 @@
 #include "core/clock.h"
 #include "core/context.h"
 #include "core/dynamic_config.h"
+#include "core/utf8.h"
 #include "log/log.h"
 #include "report/log_report.h"
 #include "report/pipeline.h"
@@ -64,6 +65,9 @@ static int init_locked(const sw_config_t *cfg, char *errbuf, size_t errlen)
     }
     int rc = sw__config_finalize(&a->config, errbuf, errlen);
     if (rc == 0) {
+        /* The names go into every message's proto3 string fields: valid UTF-8 (core/utf8.h). */
+        sw__utf8_fix(a->config.service_name, strlen(a->config.service_name));
+        sw__utf8_fix(a->config.instance_name, strlen(a->config.instance_name));
         /* The ignore list and the span limit (configuration discovery may change them). */
         rc = sw__dyncfg_init(&a->config, a->config.span_limit_per_segment, errbuf, errlen);
     }

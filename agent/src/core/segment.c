@@ -4,6 +4,7 @@
 #include "segment.h"
 #include "locality.h"
 #include "small_copy.h"
+#include "utf8.h"
 
 #include <string.h>
 
@@ -70,11 +71,8 @@ SW__HOT const char *sw__segment_strndup_len(sw__segment_t *seg, const char *s, s
         return empty_string;
     }
     if (len + 1 > room) {
-        /* Truncate on a UTF-8 boundary: proto3 strings must stay valid UTF-8 for the OAP. */
-        len = room - 1;
-        while (len > 0 && ((unsigned char)s[len] & 0xC0u) == 0x80u) {
-            len--;
-        }
+        /* Cut on a UTF-8 boundary (utf8.h). */
+        len = sw__utf8_cut(s, len, room - 1);
         seg->truncations++;
         if (len == 0) {
             return empty_string;
@@ -83,6 +81,9 @@ SW__HOT const char *sw__segment_strndup_len(sw__segment_t *seg, const char *s, s
     char *dst = seg->arena + seg->arena_used;
     sw__copy(dst, s, len);
     dst[len] = '\0';
+    /* Every string of a segment enters here: cleaned to valid UTF-8 (utf8.h), so that no
+       hostile byte fails the segment's gRPC call. ASCII costs one check of the copy. */
+    sw__utf8_fix(dst, len);
     seg->arena_used += (uint32_t)(len + 1);
     *out_len = (uint32_t)len;
     return dst;

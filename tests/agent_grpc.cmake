@@ -40,3 +40,17 @@ if(TARGET skywalking)
   target_compile_definitions(test_log_report PRIVATE
     SW_TEST_GRPC_COLLECTOR="${CMAKE_CURRENT_SOURCE_DIR}/support/grpc_collector.py")
 endif()
+
+# Segments lost to failed collect calls are warned about, rate-limited, with their number
+# (agent/src/report/grpc_loss.c), against the collector's test double that rejects every call.
+if(TARGET skywalking)
+  sw_add_unit_test(test_grpc_loss
+    SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_grpc_loss.c
+    LIBS skywalking
+    LABELS grpc
+    TIMEOUT 600
+    ENV ${grpc_test_env})
+  target_include_directories(test_grpc_loss PRIVATE ${PROJECT_SOURCE_DIR}/agent/src)
+  target_compile_definitions(test_grpc_loss PRIVATE
+    SW_TEST_GRPC_COLLECTOR="${CMAKE_CURRENT_SOURCE_DIR}/support/grpc_collector.py")
+endif()

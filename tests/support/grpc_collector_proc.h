@@ -86,6 +86,9 @@ static const char *collector_tls_cert, *collector_tls_key;
 static const char *collector_tls_client_ca;
 /* When set, the next collector answers fetchConfigurations from this file (--cds-file). */
 static const char *collector_cds_file;
+/* When set, the next collector is the test double that fails every collect call
+   (--test-double-reject-collect). */
+static bool collector_reject_collect;
 
 static inline void collector_start(collector_t *c, int port, const char *token, const char *command)
 {
@@ -112,6 +115,9 @@ static inline void collector_start(collector_t *c, int port, const char *token, 
     if (collector_cds_file != NULL) {
         argv[argc++] = "--cds-file";
         argv[argc++] = collector_cds_file;
+    }
+    if (collector_reject_collect) {
+        argv[argc++] = "--test-double-reject-collect";
     }
     if (collector_tls_cert != NULL) {
         argv[argc++] = "--tls-cert";

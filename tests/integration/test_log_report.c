@@ -388,6 +388,48 @@ Test(log_report, long_messages_are_cut_at_a_utf8_boundary_and_counted)
     records_free(logs);
 }
 
+/* Tag keys and values and the logger name come from the program: each is cut to
+   SW_LOG_TAG_MAX bytes at a UTF-8 boundary and cleaned (else the collector, like the OAP,
+   rejects the whole call, and the line with every other one in it is lost). */
+Test(log_report, tags_and_logger_are_capped_and_cleaned)
+{
+    collector_t *c = &the_collector;
+    collector_start(c, 0, NULL, NULL);
+    agent_start(c->port, 10000);
+    char *big = malloc(5001), *split = malloc(SW_LOG_TAG_MAX + 8);
+    cr_assert(big != NULL && split != NULL);
+    memset(big, 'b', 5000);
+    big[5000] = '\0';
+    /* SW_LOG_TAG_MAX - 1 ASCII bytes then a 2-byte character: a cut at the limit splits it. */
+    memset(split, 'x', SW_LOG_TAG_MAX - 1);
+    memcpy(split + SW_LOG_TAG_MAX - 1, "\xc3\xa9tail", 7);
+    sw_kv_t tags[] = {{"big", big}, {"split", split}, {"bad", "\xff\xfe"}, {"k\xc3\x28", "v"}};
+    cr_expect_eq(sw_log_kv(SW_SEVERITY_INFO, "log\xc0\xaf", "tagged", tags, 4), 0);
+    free(big);
+    free(split);
+    sw_stats_t st = agent_stop();
+    collector_stop(c);
+
+    cr_expect_eq(st.logs_reported, 1);
+    size_t n;
+    char **logs = records_of(c, "log", &n);
+    const char *line = record_find(logs, "text", "tagged");
+    cr_assert_not_null(line, "the line with hostile tags was lost");
+    char *buf = malloc(20000);
+    cr_assert_not_null(buf);
+    cr_assert(json_string(line, "big", buf, 20000));
+    cr_expect_eq(strlen(buf), SW_LOG_TAG_MAX, "a 5000-byte tag value kept %zu bytes", strlen(buf));
+    cr_assert(json_string(line, "split", buf, 20000));
+    cr_expect_eq(strlen(buf), SW_LOG_TAG_MAX - 1, "the cut split the 2-byte character (%zu)",
+                 strlen(buf));
+    cr_expect(json_string(line, "bad", buf, 20000) && strcmp(buf, "??") == 0, "bad: %s", buf);
+    cr_expect(json_string(line, "k?(", buf, 20000) && strcmp(buf, "v") == 0, "the key is cleaned");
+    cr_expect(json_string(line, "logger", buf, 20000) && strcmp(buf, "log??") == 0, "logger: %s",
+              buf);
+    free(buf);
+    records_free(logs);
+}
+
 Test(log_report, default_limit_is_10240_bytes)
 {
     collector_t *c = &the_collector;

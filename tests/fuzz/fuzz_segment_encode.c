@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/context.h"
 #include "core/utf8.h"
 #include "propagation/sw8.h"
 #include "propagation/tracestate.h"
@@ -76,24 +77,19 @@ static void check_decoded(const uint8_t *bytes, size_t len)
     skywalking__v3__segment_object__free_unpacked(m, NULL);
 }
 
-/* A reference as sw__context_add_ref makes it: every string copied into the arena. */
+/* A reference added by the agent's own sw__context_add_ref (it reads only the context's segment
+   and active span). */
 static void ref_add(sw__segment_t *seg, const char *trace, const char *segment, int32_t span,
                     const char *service, const char *instance, const char *endpoint,
                     const char *address)
 {
-    if (seg->ref_count >= SW__REFS_MAX || seg->span_count == 0) {
+    static sw__context_t ctx;
+    if (seg->span_count == 0) {
         return;
     }
-    sw__ref_t *r = &seg->refs[seg->ref_count++];
-    r->type = 0;
-    r->span_id = 0;
-    r->parent_span_id = span;
-    r->trace_id = sw__segment_strdup(seg, trace);
-    r->parent_segment_id = sw__segment_strdup(seg, segment);
-    r->parent_service = sw__segment_strdup(seg, service);
-    r->parent_instance = sw__segment_strdup(seg, instance);
-    r->parent_endpoint = sw__segment_strdup(seg, endpoint);
-    r->address = sw__segment_strdup(seg, address);
+    ctx.segment = seg;
+    ctx.active = 0;
+    (void)sw__context_add_ref(&ctx, 0, trace, segment, span, service, instance, endpoint, address);
 }
 
 static sw__span_t *span_add(sw__segment_t *seg, const char *op)

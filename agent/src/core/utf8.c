@@ -52,7 +52,7 @@ size_t sw__utf8_cut(const char *text, size_t len, size_t max)
     return len;
 }
 
-void sw__utf8_repair(char *text, size_t len)
+char *sw__utf8_repair(char *text, size_t len)
 {
     unsigned char *s = (unsigned char *)text;
     for (size_t i = 0; i < len;) {
@@ -63,6 +63,7 @@ void sw__utf8_repair(char *text, size_t len)
         }
         i += n;
     }
+    return text;
 }
 
 bool sw__utf8_valid(const char *text, size_t len)

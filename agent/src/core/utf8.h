@@ -68,16 +68,17 @@ static inline size_t sw__utf8_len_capped(const char *s, size_t max)
     return s != NULL ? sw__utf8_cut(s, strnlen(s, max + 1), max) : 0;
 }
 
-/* Replaces every byte of s[0..len) that starts no valid UTF-8 sequence with '?' (see above).
-   The slow part of sw__utf8_fix; call that one. */
-void sw__utf8_repair(char *s, size_t len);
+/* Replaces every byte of s[0..len) that starts no valid UTF-8 sequence with '?' (see above);
+   returns s. The slow part of sw__utf8_fix: call that one, or call this only after
+   sw__utf8_ascii said no. */
+char *sw__utf8_repair(char *s, size_t len);
 
 /* Makes s[0..len) valid UTF-8 in place, same length: nothing to do for ASCII (the fast path),
    else sw__utf8_repair. */
 static inline void sw__utf8_fix(char *s, size_t len)
 {
     if (!sw__utf8_ascii(s, len)) {
-        sw__utf8_repair(s, len);
+        (void)sw__utf8_repair(s, len);
     }
 }
 

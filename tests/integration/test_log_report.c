@@ -31,6 +31,9 @@
 
 /* ---- the agent ---------------------------------------------------------------------------- */
 
+/* When set, the next agent_start's service name. */
+static const char *service_override;
+
 /* Extra settings for the next agent_start (NULL-terminated key/value pairs). */
 static const char *agent_extra[16];
 
@@ -50,7 +53,8 @@ static void agent_start(int port, uint32_t timeout_ms)
         cr_assert_eq(sw_config_set(&cfg, agent_extra[i], agent_extra[i + 1], err, sizeof err), 0,
                      "%s", err);
     }
-    snprintf(cfg.service_name, sizeof cfg.service_name, SERVICE);
+    snprintf(cfg.service_name, sizeof cfg.service_name, "%s",
+             service_override != NULL ? service_override : SERVICE);
     snprintf(cfg.instance_name, sizeof cfg.instance_name, INSTANCE);
     int rc = sw_init(&cfg);
     cr_assert_eq(rc, 0, "sw_init: %s", sw_strerror(rc));
@@ -428,6 +432,31 @@ Test(log_report, tags_and_logger_are_capped_and_cleaned)
               buf);
     free(buf);
     records_free(logs);
+}
+
+/* A service name that is not valid UTF-8 (set by the program or the environment) is cleaned
+   once, so the Start event, the log line and the segment that carry it all arrive. */
+Test(log_report, a_service_name_with_invalid_utf8_is_cleaned_in_every_message)
+{
+    collector_t *c = &the_collector;
+    collector_start(c, 0, NULL, NULL);
+    service_override = "svc-\xc3\x28";
+    agent_start(c->port, 10000);
+    service_override = NULL;
+    cr_expect_eq(sw_log_kv(SW_SEVERITY_INFO, NULL, "named", NULL, 0), 0);
+    sw_entry_span_begin("/named", NULL);
+    sw_span_end();
+    sw_stats_t st = agent_stop();
+    collector_stop(c);
+    cr_expect_eq(st.segments_reported, 1);
+    const char *kinds[] = {"event", "log", "segment"};
+    for (size_t k = 0; k < 3; k++) {
+        size_t n;
+        char **r = records_of(c, kinds[k], &n);
+        cr_expect_not_null(record_find(r, "service", "svc-?("), "no %s with the cleaned service",
+                           kinds[k]);
+        records_free(r);
+    }
 }
 
 Test(log_report, default_limit_is_10240_bytes)

@@ -120,11 +120,6 @@ Test(utf8, a_cut_never_splits_a_sequence)
     cr_assert_eq(sw__utf8_len_capped("\xc3\xa9\xc3\xa9", 3), 2);
     cr_assert_eq(sw__utf8_len_capped("abc", 3), 3);
     cr_assert_eq(sw__utf8_len_capped(NULL, 3), 0);
-    char buf[4];
-    cr_assert_eq(sw__utf8_copy(buf, sizeof buf, "\xe6\x97\xa5x"), 3);
-    cr_assert_str_eq(buf, "\xe6\x97\xa5");
-    cr_assert_eq(sw__utf8_copy(buf, sizeof buf, "x\xe6\x97\xa5"), 1,
-                 "the 3-byte sequence would not fit");
 }
 
 Test(utf8, the_segment_arena_cleans_and_cuts_on_a_boundary)

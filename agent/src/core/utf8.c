@@ -89,16 +89,3 @@ size_t sw__utf8_clean(char *text, size_t len, size_t max, bool *cut)
     sw__utf8_fix(text, n);
     return n;
 }
-
-size_t sw__utf8_copy(char *dst, size_t size, const char *src)
-{
-    if (src == NULL) {
-        src = "";
-    }
-    size_t len = strnlen(src, size);
-    size_t n = sw__utf8_cut(src, len, size - 1);
-    memcpy(dst, src, n);
-    dst[n] = '\0';
-    sw__utf8_fix(dst, n);
-    return n;
-}

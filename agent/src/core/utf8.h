@@ -92,8 +92,4 @@ bool sw__utf8_valid(const char *s, size_t len);
  */
 size_t sw__utf8_clean(char *text, size_t len, size_t max, bool *cut);
 
-/* Copies the NUL-terminated `src` (NULL: "") into dst[0..size) (size >= 1), cut to size - 1
-   bytes and cleaned, NUL-terminated. Returns the copy's length. */
-size_t sw__utf8_copy(char *dst, size_t size, const char *src);
-
 #endif /* SW_CORE_UTF8_H */

@@ -5,7 +5,7 @@ if(TARGET skywalking)
   set(SW_AGENT_TESTS test_span test_sw8 test_sampling test_config test_file_reporter
                      test_span_alloc test_segment_pool test_chunk test_log
                      test_config_hostile test_file_reporter_shared
-                     test_span_async test_span_mark test_w3c)
+                     test_span_async test_span_mark test_w3c test_utf8)
   # Meters and dynamic configuration (agent/src/meter, meter/meter_report.c, grpc/cds.c).
   list(APPEND SW_AGENT_TESTS test_meter)
   foreach(t ${SW_AGENT_TESTS})
@@ -42,12 +42,17 @@ if(TARGET skywalking)
                    LIBS skywalking)
   target_include_directories(test_clock PRIVATE ${PROJECT_SOURCE_DIR}/agent/src)
 
-  foreach(f sw8 correlation config producer_config cyg_patterns grpc_commands sw8x w3c cds)
+  foreach(f sw8 correlation config producer_config cyg_patterns grpc_commands sw8x w3c cds
+          segment_encode)
     sw_add_fuzzer(fuzz_${f} SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz_${f}.c
                   LIBS skywalking CORPUS ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus/fuzz_${f})
     target_include_directories(fuzz_${f} PRIVATE ${PROJECT_SOURCE_DIR}/agent/src
                                                    ${PROJECT_SOURCE_DIR}/common/include)
   endforeach()
+  # The UTF-8 oracle of the tests (support/utf8_valid.h): decoded strings and encoded segments
+  # must be valid UTF-8.
+  target_include_directories(fuzz_sw8 PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/support)
+  target_include_directories(fuzz_segment_encode PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/support)
   # The producer-config parser fills a kp_conf (libkproducer's public header).
   target_include_directories(fuzz_producer_config PRIVATE ${PROJECT_SOURCE_DIR}/producer/include)
 

@@ -15,15 +15,20 @@ if(TARGET skywalking)
       "called_from_lib:libgrpc.so\ncalled_from_lib:libgpr.so\n")
     set(grpc_test_env "TSAN_OPTIONS=suppressions=${grpc_tsan_supp} halt_on_error=1")
   endif()
-  sw_add_unit_test(test_grpc_reporter
-    SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_grpc_reporter.c
-    LIBS skywalking
-    LABELS grpc
-    TIMEOUT 600
-    ENV ${grpc_test_env})
-  target_include_directories(test_grpc_reporter PRIVATE ${PROJECT_SOURCE_DIR}/agent/src)
-  target_compile_definitions(test_grpc_reporter PRIVATE
-    SW_TEST_GRPC_COLLECTOR="${CMAKE_CURRENT_SOURCE_DIR}/support/grpc_collector.py")
+  # test_grpc_loss: segments lost to failed collect calls are warned about, rate-limited, with
+  # their number (agent/src/grpc/grpc_loss.c), against the collector's test double that
+  # rejects every call.
+  foreach(t test_grpc_reporter test_grpc_loss)
+    sw_add_unit_test(${t}
+      SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/integration/${t}.c
+      LIBS skywalking
+      LABELS grpc
+      TIMEOUT 600
+      ENV ${grpc_test_env})
+    target_include_directories(${t} PRIVATE ${PROJECT_SOURCE_DIR}/agent/src)
+    target_compile_definitions(${t} PRIVATE
+      SW_TEST_GRPC_COLLECTOR="${CMAKE_CURRENT_SOURCE_DIR}/support/grpc_collector.py")
+  endforeach()
 endif()
 
 # Application logs (sw_log), the Start / Shutdown events and gRPC mutual TLS against the same

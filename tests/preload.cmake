@@ -68,6 +68,19 @@ if(NOT SW_SANITIZE)
     SW_TEST_GRPC_COLLECTOR="${CMAKE_CURRENT_SOURCE_DIR}/support/grpc_collector.py")
   add_dependencies(test_preload_syslog skywalking-preload pl_syslog pl_syslog_plain)
 
+  # Hostile bytes in URLs and sw8 headers of the preloaded server's clients: every segment
+  # still reaches the gRPC collector (which refuses invalid UTF-8, as the OAP does).
+  sw_add_unit_test(test_preload_utf8
+    SOURCES integration/test_preload_utf8.c integration/preload/pl_support.c
+    LIBS skywalking
+    LABELS "preload;grpc"
+    TIMEOUT 600)
+  target_compile_definitions(test_preload_utf8 PRIVATE
+    PL_PRELOAD_LIB="$<TARGET_FILE:skywalking-preload>"
+    PL_SERVER="$<TARGET_FILE:pl_server>"
+    SW_TEST_GRPC_COLLECTOR="${CMAKE_CURRENT_SOURCE_DIR}/support/grpc_collector.py")
+  add_dependencies(test_preload_utf8 skywalking-preload pl_server)
+
   sw_add_bench(preload_bench
     SOURCES bench/preload_bench.c
     LIBS skywalking

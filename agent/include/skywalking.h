@@ -400,13 +400,18 @@ int sw_span_set_error(bool is_error);
 /* Also SW_EINVAL: key NULL (value NULL is an empty value). */
 int sw_span_tag(const char *key, const char *value);
 
+/* The longest key or value of a log's tags (sw_log_kv's tags and logger, sw_span_log's
+   fields), in bytes; longer ones are cut at a UTF-8 boundary. */
+#define SW_LOG_TAG_MAX 1024
+
 typedef struct sw_kv {
     const char *key;
     const char *value;
 } sw_kv_t;
 
-/* Adds a log (an event with the current time) made of `n` key/value pairs. Returns what the
- * setters return, and SW_EINVAL for kvs NULL, n 0 or n above 65535. */
+/* Adds a log (an event with the current time) made of `n` key/value pairs, each key and value
+ * cut to SW_LOG_TAG_MAX bytes at a UTF-8 boundary. Returns what the setters return, and
+ * SW_EINVAL for kvs NULL, n 0 or n above 65535. */
 int sw_span_log(const sw_kv_t *kvs, size_t n);
 
 /* ----------------------------------------------------------------------------------------- */
@@ -521,7 +526,8 @@ int sw_continue(const sw_snapshot_t *snap);
  * SW_LOG_MAX_MESSAGE_SIZE bytes at a UTF-8 boundary; invalid UTF-8 bytes become '?'),
  * traceContext {traceId, traceSegmentId, spanId} of this thread's active span when it is
  * recorded (sampled), tags `level` (sw_log_severity_name) and `logger`, then the caller's
- * tags.
+ * tags. The logger name and each tag key and value are cut to SW_LOG_TAG_MAX bytes at a UTF-8
+ * boundary. Every string sent is valid UTF-8: invalid bytes become '?'.
  *
  * Never blocks: the line is encoded on the calling thread and put in a bounded queue
  * (SW_LOG_QUEUE_SIZE) that the agent's log sender thread empties; a full queue drops the line
@@ -610,8 +616,9 @@ void sw_stats(sw_stats_t *stats);
  *
  * Names: 1..SW_METER_NAME_MAX bytes of [A-Za-z0-9_], not starting with a digit (MAL names the
  * meter by it); do not start them with "sw_c_", the agent's own prefix. Tags: at most
- * SW_METER_TAGS_MAX pairs, keys like names, values up to SW_METER_TAG_VALUE_MAX bytes without
- * control bytes; they become the meter's labels. Everything is copied.
+ * SW_METER_TAGS_MAX pairs, keys like names, values up to SW_METER_TAG_VALUE_MAX bytes of valid
+ * UTF-8 without control bytes (else SW_EINVAL); they become the meter's labels. Everything is
+ * copied.
  *
  * Recording (sw_meter_counter_add, sw_meter_gauge_set, sw_meter_histogram_add) is lock-free:
  * one atomic operation (a CAS loop for a counter's double), no allocation, any thread, also

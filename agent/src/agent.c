@@ -11,6 +11,7 @@
 #include "core/agent_state.h"
 #include "core/context.h"
 #include "config/dynamic_config.h"
+#include "util/utf8.h"
 #include "log/log.h"
 #include "applog/log_report.h"
 #include "pipeline/pipeline.h"
@@ -65,6 +66,9 @@ static int init_locked(const sw_config_t *cfg, char *errbuf, size_t errlen)
     }
     int rc = sw__config_finalize(&a->config, errbuf, errlen);
     if (rc == 0) {
+        /* The names go into every message's proto3 string fields: valid UTF-8 (util/utf8.h). */
+        sw__utf8_fix(a->config.service_name, strlen(a->config.service_name));
+        sw__utf8_fix(a->config.instance_name, strlen(a->config.instance_name));
         /* The ignore list and the span limit (configuration discovery may change them). */
         rc = sw__dyncfg_init(&a->config, a->config.span_limit_per_segment, &a->sampler, errbuf,
                              errlen);

@@ -289,7 +289,11 @@ Test(grpc_reporter, wrong_token_is_rejected_and_reported_once)
                  "SW_AGENT_AUTHENTICATION");
     cr_expect_eq(occurrences(err, "SW_AGENT_AUTHENTICATION is sent without TLS"), 1,
                  "the token in clear text should be warned about exactly once");
-    cr_expect_eq(occurrences(err, "UNAUTHENTICATED"), 1);
+    cr_expect_eq(occurrences(err, "with UNAUTHENTICATED ("), 1, "the token line, once");
+    /* The lost segments are told once too (grpc_loss.h: the next warning comes 30 s later at
+       the earliest, and names the status again). */
+    cr_expect_eq(occurrences(err, "segments lost in"), 1);
+    cr_expect_eq(occurrences(err, "UNAUTHENTICATED"), 2, "the token line and the loss warning");
     records_free(&r);
     free(err);
 }

@@ -31,6 +31,9 @@
 
 /* ---- the agent ---------------------------------------------------------------------------- */
 
+/* When set, the next agent_start's service name. */
+static const char *service_override;
+
 /* Extra settings for the next agent_start (NULL-terminated key/value pairs). */
 static const char *agent_extra[16];
 
@@ -50,7 +53,8 @@ static void agent_start(int port, uint32_t timeout_ms)
         cr_assert_eq(sw_config_set(&cfg, agent_extra[i], agent_extra[i + 1], err, sizeof err), 0,
                      "%s", err);
     }
-    snprintf(cfg.service_name, sizeof cfg.service_name, SERVICE);
+    snprintf(cfg.service_name, sizeof cfg.service_name, "%s",
+             service_override != NULL ? service_override : SERVICE);
     snprintf(cfg.instance_name, sizeof cfg.instance_name, INSTANCE);
     int rc = sw_init(&cfg);
     cr_assert_eq(rc, 0, "sw_init: %s", sw_strerror(rc));
@@ -386,6 +390,73 @@ Test(log_report, long_messages_are_cut_at_a_utf8_boundary_and_counted)
     cr_expect_not_null(record_find(logs, "text", "bad ? byte"), "invalid byte not replaced");
     cr_expect_not_null(record_find(logs, "text", "short"));
     records_free(logs);
+}
+
+/* Tag keys and values and the logger name come from the program: each is cut to
+   SW_LOG_TAG_MAX bytes at a UTF-8 boundary and cleaned (else the collector, like the OAP,
+   rejects the whole call, and the line with every other one in it is lost). */
+Test(log_report, tags_and_logger_are_capped_and_cleaned)
+{
+    collector_t *c = &the_collector;
+    collector_start(c, 0, NULL, NULL);
+    agent_start(c->port, 10000);
+    char *big = malloc(5001), *split = malloc(SW_LOG_TAG_MAX + 8);
+    cr_assert(big != NULL && split != NULL);
+    memset(big, 'b', 5000);
+    big[5000] = '\0';
+    /* SW_LOG_TAG_MAX - 1 ASCII bytes then a 2-byte character: a cut at the limit splits it. */
+    memset(split, 'x', SW_LOG_TAG_MAX - 1);
+    memcpy(split + SW_LOG_TAG_MAX - 1, "\xc3\xa9tail", 7);
+    sw_kv_t tags[] = {{"big", big}, {"split", split}, {"bad", "\xff\xfe"}, {"k\xc3\x28", "v"}};
+    cr_expect_eq(sw_log_kv(SW_SEVERITY_INFO, "log\xc0\xaf", "tagged", tags, 4), 0);
+    free(big);
+    free(split);
+    sw_stats_t st = agent_stop();
+    collector_stop(c);
+
+    cr_expect_eq(st.logs_reported, 1);
+    size_t n;
+    char **logs = records_of(c, "log", &n);
+    const char *line = record_find(logs, "text", "tagged");
+    cr_assert_not_null(line, "the line with hostile tags was lost");
+    char *buf = malloc(20000);
+    cr_assert_not_null(buf);
+    cr_assert(json_string(line, "big", buf, 20000));
+    cr_expect_eq(strlen(buf), SW_LOG_TAG_MAX, "a 5000-byte tag value kept %zu bytes", strlen(buf));
+    cr_assert(json_string(line, "split", buf, 20000));
+    cr_expect_eq(strlen(buf), SW_LOG_TAG_MAX - 1, "the cut split the 2-byte character (%zu)",
+                 strlen(buf));
+    cr_expect(json_string(line, "bad", buf, 20000) && strcmp(buf, "??") == 0, "bad: %s", buf);
+    cr_expect(json_string(line, "k?(", buf, 20000) && strcmp(buf, "v") == 0, "the key is cleaned");
+    cr_expect(json_string(line, "logger", buf, 20000) && strcmp(buf, "log??") == 0, "logger: %s",
+              buf);
+    free(buf);
+    records_free(logs);
+}
+
+/* A service name that is not valid UTF-8 (set by the program or the environment) is cleaned
+   once, so the Start event, the log line and the segment that carry it all arrive. */
+Test(log_report, a_service_name_with_invalid_utf8_is_cleaned_in_every_message)
+{
+    collector_t *c = &the_collector;
+    collector_start(c, 0, NULL, NULL);
+    service_override = "svc-\xc3\x28";
+    agent_start(c->port, 10000);
+    service_override = NULL;
+    cr_expect_eq(sw_log_kv(SW_SEVERITY_INFO, NULL, "named", NULL, 0), 0);
+    sw_entry_span_begin("/named", NULL);
+    sw_span_end();
+    sw_stats_t st = agent_stop();
+    collector_stop(c);
+    cr_expect_eq(st.segments_reported, 1);
+    const char *kinds[] = {"event", "log", "segment"};
+    for (size_t k = 0; k < 3; k++) {
+        size_t n;
+        char **r = records_of(c, kinds[k], &n);
+        cr_expect_not_null(record_find(r, "service", "svc-?("), "no %s with the cleaned service",
+                           kinds[k]);
+        records_free(r);
+    }
 }
 
 Test(log_report, default_limit_is_10240_bytes)

@@ -9,7 +9,8 @@ skywalking.v3.EventService/collect on loopback, and appends what arrives to a JS
 one JSON object per line, written whole and flushed, so that C tests can read it while it runs:
 
   {"kind": "segment", "traceSegmentId": ..., "traceId": ..., "service": ...,
-   "serviceInstance": ..., "operations": ["op0", "op1", ...], "spans": n}
+   "serviceInstance": ..., "operations": ["op0", "op1", ...], "spans": n,
+   "refEndpoints": [parentEndpoint of each reference, span by span]}
   {"kind": "properties", "service": ..., "serviceInstance": ..., "properties": {k: v, ...}}
   {"kind": "ping", "service": ..., "serviceInstance": ...}
   {"kind": "rejected", "method": "collect" | "reportInstanceProperties" | "keepAlive"}
@@ -50,6 +51,10 @@ Options:
   --answer-pad N     append to every Commands answer (collect, InstanceProperties, keepAlive,
                      fetchConfigurations) a Command "Padding" with an argument of N bytes: an
                      oversized answer, as a hostile collector could send
+  --test-double-reject-collect  a test double of a collector that fails every
+                     TraceSegmentReportService/collect call (INVALID_ARGUMENT, as the OAP does
+                     for a message it cannot decode) after reading the stream; it records
+                     {"kind": "rejected", "method": "collect", "segments": n} instead
 
 SIGTERM or SIGINT stops the server gracefully (calls in flight are finished, up to 5 s) and
 exits with status 0. Must run under /usr/bin/python3 (Debian's grpcio and grpc_tools).
@@ -155,7 +160,13 @@ def build_servicers(args, recorder):
                     "serviceInstance": seg.serviceInstance,
                     "operations": [s.operationName for s in seg.spans],
                     "spans": len(seg.spans),
+                    "refEndpoints": [r.parentEndpoint for s in seg.spans for r in s.refs],
                 })
+            if args.test_double_reject_collect:
+                recorder.write([{"kind": "rejected", "method": "collect",
+                                 "segments": len(records)}])
+                context.abort(grpc.StatusCode.INVALID_ARGUMENT,
+                              "test double: every collect call is rejected")
             recorder.write(records)
             return commands()
 
@@ -340,6 +351,7 @@ def main():
     parser.add_argument("--cds-file")
     parser.add_argument("--tls-client-ca")
     parser.add_argument("--answer-pad", type=int, default=0)
+    parser.add_argument("--test-double-reject-collect", action="store_true")
     parser.add_argument("--proto-dir",
                         default=str(Path(__file__).resolve().parents[2] / "proto"))
     args = parser.parse_args()

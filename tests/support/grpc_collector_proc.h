@@ -88,6 +88,9 @@ static const char *collector_tls_client_ca;
 static const char *collector_cds_file;
 /* When set, the next collector pads every Commands answer by this many bytes (--answer-pad). */
 static const char *collector_answer_pad;
+/* When set, the next collector is the test double that fails every collect call
+   (--test-double-reject-collect). */
+static bool collector_reject_collect;
 
 static inline void collector_start(collector_t *c, int port, const char *token, const char *command)
 {
@@ -118,6 +121,9 @@ static inline void collector_start(collector_t *c, int port, const char *token, 
     if (collector_answer_pad != NULL) {
         argv[argc++] = "--answer-pad";
         argv[argc++] = collector_answer_pad;
+    }
+    if (collector_reject_collect) {
+        argv[argc++] = "--test-double-reject-collect";
     }
     if (collector_tls_cert != NULL) {
         argv[argc++] = "--tls-cert";

@@ -17,8 +17,10 @@
 #include "encode/chunk.h"
 
 /* The statement's bytes: no length or key byte next to it can have this value (lengths here are
-   below 0x7f or encode as 0x80..0xd1 then 0x01), so its run in the record is exactly its length. */
-#define FILL 0xff
+   10..0x7f or encode as 0x80..0xd1 then 0x01; no key is 0x02), so its run in the record is
+   exactly its length. An ASCII byte: the arena makes every string valid UTF-8 (util/utf8.h),
+   so a byte such as 0xff would arrive as '?'. */
+#define FILL 0x02
 
 static sw__segment_t *segment_new(uint32_t arena_cap)
 {

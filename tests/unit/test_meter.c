@@ -154,6 +154,12 @@ Test(meter, validation_and_deduplication)
     cr_assert_eq(sw_meter_counter_new("dup", dup, 2, &m), SW_EINVAL, "a label twice");
     sw_kv_t ctl[] = {{"k", "a\nb"}};
     cr_assert_eq(sw_meter_counter_new("ctl", ctl, 1, &m), SW_EINVAL, "control byte in a value");
+    /* A label is a proto3 string: a value that is not valid UTF-8 would fail the meter stream
+       at the OAP. Valid multi-byte values are fine. */
+    sw_kv_t bad_utf8[] = {{"k", "caf\xe9"}};
+    cr_assert_eq(sw_meter_counter_new("latin1", bad_utf8, 1, &m), SW_EINVAL, "invalid UTF-8 value");
+    sw_kv_t good_utf8[] = {{"k", "caf\xc3\xa9"}};
+    cr_assert_eq(sw_meter_counter_new("utf8", good_utf8, 1, &m), 0, "a valid UTF-8 value");
     sw_kv_t many[SW_METER_TAGS_MAX + 1];
     char keys[SW_METER_TAGS_MAX + 1][8];
     for (int i = 0; i <= SW_METER_TAGS_MAX; i++) {

@@ -149,6 +149,20 @@ Test(sw8, rejects_every_malformed_variant)
     cr_expect_eq(sw__sw8_decode(NULL, 0, &out, scratch, sizeof scratch, NULL), SW_EINVAL);
 }
 
+/* Base64 may encode any bytes: decoded fields that are not valid UTF-8 are cleaned ('?'), not
+   rejected, since they become a segment's trace id and reference strings (proto3 strings). */
+Test(sw8, cleans_decoded_fields_that_are_not_utf8)
+{
+    /* trace "utf8.trace.\xff" "1", endpoint "/bad\xc3\x28" "end", service "caf\xc3\xa9". */
+    const char *h = "1-dXRmOC50cmFjZS7/MQ==-dXRmOC5wYXJlbnQuc2VnbWVudA==-3-Y2Fmw6k=-"
+                    "dXRmOC11cHN0cmVhbS0x-L2JhZMMoZW5k-MTI3LjAuMC4xOjgwODA=";
+    sw__sw8_t out;
+    cr_assert_eq(decode(h, &out, NULL), 0);
+    cr_expect_str_eq(out.trace_id, "utf8.trace.?1");
+    cr_expect_str_eq(out.parent_endpoint, "/bad?(end");
+    cr_expect_str_eq(out.parent_service, "caf\xc3\xa9", "valid UTF-8 is kept");
+}
+
 Test(sw8x, encodes_and_decodes)
 {
     char x[SW_SW8_X_MAX];

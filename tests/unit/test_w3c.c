@@ -417,6 +417,14 @@ Test(swstate, malformed_values_are_rejected)
         0);
     cr_expect_eq(out.span_id, INT32_MAX);
     cr_expect_str_eq(out.service, "a,b", "lower-case escapes are read too");
+    /* Escapes may spell any byte: what is not valid UTF-8 is cleaned ('?'), valid UTF-8 is
+       kept; the fields go into a segment reference's proto3 strings. */
+    const char *hostile = "seg;1;s%FF%FE;i%C3%28;%C3%A9p;p";
+    cr_assert_eq(sw__swstate_decode(hostile, strlen(hostile), &out, scratch, sizeof scratch, NULL),
+                 0);
+    cr_expect_str_eq(out.service, "s??");
+    cr_expect_str_eq(out.instance, "i?(");
+    cr_expect_str_eq(out.endpoint, "\xc3\xa9p");
 }
 
 /* ---- configuration ---------------------------------------------------------------------- */

@@ -16,6 +16,7 @@
 
 #include "../config/config.h"
 #include "../segment/clock.h"
+#include "../util/utf8.h"
 #include "../encode/pb_reverse.h"
 #include "log_report.h"
 
@@ -100,6 +101,8 @@ sw__log_item_t *sw__event_item_new(const sw_config_t *cfg, bool start, int64_t s
     char opts[OPTS_MAX] = "";
     if (start) {
         (void)sw__config_describe(cfg, opts, sizeof opts);
+        /* Settings may hold any bytes (paths, names): valid UTF-8 for the message. */
+        sw__utf8_fix(opts, strlen(opts));
     }
     const char *name = start ? "Start" : "Shutdown";
     const char *message = start ? "Start C/C++ application" : "Shutting down C/C++ application";

@@ -17,6 +17,7 @@
 #include "../applog/log_report.h"
 #include "../segment/clock.h"
 #include "context.h"
+#include "../util/utf8.h"
 
 /* LogData and nested field numbers. */
 enum {
@@ -50,86 +51,26 @@ const char *sw_log_severity_name(sw_log_severity_t severity)
                : "UNKNOWN";
 }
 
-/* The length of the valid UTF-8 sequence at s[0..len), or 0 when it is not one (RFC 3629:
-   no overlong forms, no surrogates, nothing above U+10FFFF). */
-static size_t utf8_sequence(const unsigned char *s, size_t len)
-{
-    unsigned c = s[0];
-    size_t n;
-    unsigned min;
-    if (c < 0x80) {
-        return 1;
-    } else if (c >= 0xc2 && c <= 0xdf) {
-        n = 2, min = 0x80;
-    } else if (c >= 0xe0 && c <= 0xef) {
-        n = 3, min = 0x800;
-    } else if (c >= 0xf0 && c <= 0xf4) {
-        n = 4, min = 0x10000;
-    } else {
-        return 0;
-    }
-    if (len < n) {
-        return 0;
-    }
-    unsigned cp = c & (0x7f >> n);
-    for (size_t i = 1; i < n; i++) {
-        if ((s[i] & 0xc0) != 0x80) {
-            return 0;
-        }
-        cp = cp << 6 | (s[i] & 0x3f);
-    }
-    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) {
-        return 0;
-    }
-    return n;
-}
-
-/*
- * Makes text[0..len) fit `max` bytes and be valid UTF-8 (protobuf strings must be, or the
- * OAP and other decoders reject the whole message): a longer text is cut at `max`, then back
- * to the start of a sequence the cut would split; a byte that starts no valid sequence becomes
- * '?'. Returns the new length; *cut says whether it was shortened.
- */
-static size_t text_clean(char *text, size_t len, size_t max, bool *cut)
-{
-    unsigned char *s = (unsigned char *)text;
-    if (len > max) {
-        *cut = true;
-        len = max;
-        /* s[len] is the first byte dropped: when it continues a sequence, drop the rest of
-           that sequence too (at most 3 bytes back). */
-        for (size_t back = 0; back < 3 && len > 0 && (s[len] & 0xc0) == 0x80; back++) {
-            len--;
-        }
-    }
-    for (size_t i = 0; i < len;) {
-        size_t n = utf8_sequence(s + i, len - i);
-        if (n == 0) {
-            s[i] = '?';
-            n = 1;
-        }
-        i += n;
-    }
-    return len;
-}
-
-/* A string field of `len` bytes (may be 0: not written). */
-static void pbr_bytes(sw__pbr_t *w, unsigned field, const char *s, size_t len)
+/* A string field of `len` bytes (may be 0: not written), made valid UTF-8 where it is
+   written (util/utf8.h). */
+static void pbr_text(sw__pbr_t *w, unsigned field, const char *s, size_t len)
 {
     if (len == 0 || !sw__pbr_room(w, len)) {
         return;
     }
     w->p -= len;
     memcpy(w->p, s, len);
+    sw__utf8_fix((char *)w->p, len);
     sw__pbr_varint(w, len);
     sw__pbr_key(w, field, SW__PB_LEN);
 }
 
+/* A tag; key and value (from the program) are cut to SW_LOG_TAG_MAX bytes and cleaned. */
 static void pbr_tag(sw__pbr_t *w, const char *key, const char *value)
 {
     uint8_t *kv = sw__pbr_mark(w);
-    sw__pbr_string(w, KV_VALUE, value);
-    sw__pbr_string(w, KV_KEY, key);
+    pbr_text(w, KV_VALUE, value, sw__utf8_len_capped(value, SW_LOG_TAG_MAX));
+    pbr_text(w, KV_KEY, key, sw__utf8_len_capped(key, SW_LOG_TAG_MAX));
     sw__pbr_close(w, TAGS_DATA, kv);
 }
 
@@ -148,10 +89,10 @@ typedef struct line {
 
 static size_t tags_size(const line_t *l)
 {
-    size_t n = 64 + strlen(l->logger);
+    size_t n = 64 + sw__utf8_len_capped(l->logger, SW_LOG_TAG_MAX);
     for (size_t i = 0; i < l->n_tags; i++) {
-        n += 16 + (l->tags[i].key ? strlen(l->tags[i].key) : 0) +
-             (l->tags[i].value ? strlen(l->tags[i].value) : 0);
+        n += 16 + sw__utf8_len_capped(l->tags[i].key, SW_LOG_TAG_MAX) +
+             sw__utf8_len_capped(l->tags[i].value, SW_LOG_TAG_MAX);
     }
     return n;
 }
@@ -169,7 +110,7 @@ static int message_format(const line_t *l, size_t max, char *stack, char **heap,
         return n;
     }
     size_t want = (size_t)n < max ? (size_t)n : max;
-    *heap = malloc(want + 4); /* + the bytes text_clean looks at past the cut, + NUL */
+    *heap = malloc(want + 4); /* + the bytes sw__utf8_clean looks at past the cut, + NUL */
     if (*heap == NULL) {
         return n; /* keep the first FORMAT_STACK - 1 bytes */
     }
@@ -199,7 +140,7 @@ static sw__log_item_t *line_build(const sw__log_settings_t *s, void *arg, bool *
         msg = l->text;
         full = avail = l->text_len;
     }
-    /* At most max + 1 bytes are copied: the one past the cut tells text_clean whether the cut
+    /* At most max + 1 bytes are copied: the one past the cut tells sw__utf8_clean whether the cut
        splits a UTF-8 sequence. */
     size_t copy = avail < (size_t)s->max_message_size + 1 ? avail : (size_t)s->max_message_size + 1;
 
@@ -224,7 +165,7 @@ static sw__log_item_t *line_build(const sw__log_settings_t *s, void *arg, bool *
     memcpy(scratch, msg, copy);
     free(heap);
     bool cut = false;
-    size_t text_len = text_clean(scratch, copy, s->max_message_size, &cut);
+    size_t text_len = sw__utf8_clean(scratch, copy, s->max_message_size, &cut);
     *truncated = cut || full > copy;
 
     uint8_t *buf = (uint8_t *)(it + 1);
@@ -247,7 +188,7 @@ static sw__log_item_t *line_build(const sw__log_settings_t *s, void *arg, bool *
     }
     uint8_t *body = sw__pbr_mark(&w);
     uint8_t *text = sw__pbr_mark(&w);
-    pbr_bytes(&w, TEXT_TEXT, scratch, text_len);
+    pbr_text(&w, TEXT_TEXT, scratch, text_len);
     sw__pbr_close(&w, BODY_TEXT, text);
     sw__pbr_close(&w, LD_BODY, body);
     if (seg != NULL) {

@@ -12,6 +12,7 @@
 #include "../segment/clock.h"
 #include "context.h"
 #include "agent_state.h"
+#include "../util/utf8.h"
 
 static const char *nonempty(const char *s)
 {
@@ -241,7 +242,9 @@ int sw_continue(const sw_snapshot_t *snap)
     if (rc != 0) {
         return rc;
     }
-    memcpy(seg->trace_id, snap->trace_id, strlen(snap->trace_id) + 1);
+    size_t trace_len = strlen(snap->trace_id);
+    memcpy(seg->trace_id, snap->trace_id, trace_len + 1);
+    sw__utf8_fix(seg->trace_id, trace_len); /* caller memory: cleaned like the arena's strings */
     for (uint32_t i = 0; i < snap->correlation.count; i++) {
         /* Bounded copies: a snapshot is caller memory. */
         char key[SW_CORRELATION_VALUE_MAX + 1], value[SW_CORRELATION_VALUE_MAX + 1];

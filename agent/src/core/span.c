@@ -15,6 +15,7 @@
 #include "context.h"
 #include "agent_state.h"
 #include "../util/locality.h"
+#include "../util/utf8.h"
 
 #define likely(x)   __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
@@ -333,15 +334,16 @@ SW__HOT static sw__attr_t *attr_add(sw__context_t *c, enum sw__attr_kind kind, i
     return a;
 }
 
-/* A key/value record (a tag, or a field of the log before it) with copies of key and value
-   in the arena (NULL counts as ""); NULL when the arena is full. */
-static sw__attr_t *attr_add_pair(sw__context_t *c, enum sw__attr_kind kind, const char *key,
-                                 const char *value)
+/* A field of the log before it, with copies of key and value in the arena (NULL counts as
+   ""), each cut to SW_LOG_TAG_MAX bytes; NULL when the arena is full. */
+static sw__attr_t *attr_add_log_field(sw__context_t *c, const char *key, const char *value)
 {
-    sw__attr_t *a = attr_add(c, kind, 0);
+    sw__attr_t *a = attr_add(c, SW__ATTR_LOG_KV, 0);
     if (a != NULL) {
-        a->key = sw__segment_strdup_len(c->segment, key, &a->key_len);
-        a->value = sw__segment_strdup_len(c->segment, value, &a->value_len);
+        a->key = sw__segment_strndup_len(c->segment, key, sw__utf8_len_capped(key, SW_LOG_TAG_MAX),
+                                         &a->key_len);
+        a->value = sw__segment_strndup_len(
+            c->segment, value, sw__utf8_len_capped(value, SW_LOG_TAG_MAX), &a->value_len);
     }
     return a;
 }
@@ -427,7 +429,7 @@ int sw_span_log(const sw_kv_t *kvs, size_t n)
         return 0;
     }
     for (size_t i = 0; i < n; i++) {
-        if (attr_add_pair(c, SW__ATTR_LOG_KV, kvs[i].key, kvs[i].value) == NULL) {
+        if (attr_add_log_field(c, kvs[i].key, kvs[i].value) == NULL) {
             break;
         }
         log->kv_count++;

@@ -14,6 +14,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include "../util/utf8.h"
 #include "management.pb-c.h"
 
 /* The CMake project version, passed by agent/CMakeLists.txt; a fallback keeps the file
@@ -72,6 +73,9 @@ static void host_facts_read(host_facts_t *f)
         snprintf(f->hostname, sizeof f->hostname, "localhost");
     }
     f->hostname[sizeof f->hostname - 1] = '\0';
+    /* Strings of the system: valid UTF-8 for the message's string fields (util/utf8.h). */
+    sw__utf8_fix(f->hostname, strlen(f->hostname));
+    sw__utf8_fix(f->os_name, strlen(f->os_name));
     snprintf(f->pid, sizeof f->pid, "%ld", (long)getpid());
     ipv4_collect(f);
 }

@@ -9,6 +9,7 @@
 
 #include "../config/config.h"
 #include "cds.h"
+#include "grpc_loss.h"
 #include "grpc_reporter_call.h"
 #include "grpc_reporter_channel.h"
 #include "grpc_reporter_commands.h"
@@ -30,6 +31,7 @@ typedef struct grpc_reporter {
     sw__grpc_conn_t *meter_conn;    /* the meter thread's own (report_meters) */
     sw__grpc_cancel_t meter_cancel; /* fired by shutdown_begin: a meter stream ends at once */
     sw__cds_t *cds;                 /* configuration discovery, NULL when off */
+    sw__grpc_loss_t loss;           /* the consumer thread's, like conn (grpc_loss.h) */
 } grpc_reporter_t;
 
 /* Adds the outcome of `count` records. release: partner of sw_stats' acquire loads
@@ -47,6 +49,7 @@ static void grpc_report(sw__reporter_t *self, const sw__report_record_t *records
     grpc_status_code status = sw__grpc_stream_run(r->conn, &r->notices, METHOD_COLLECT, "collect",
                                                   records, count, r->token, r->timeout_ms);
     outcome_count(self, count, status == GRPC_STATUS_OK);
+    (void)sw__grpc_loss_note(&r->loss, status, count, sw__grpc_conn_target(r->conn));
 }
 
 /* One MeterReportService/collect stream per period. Meter thread only. */

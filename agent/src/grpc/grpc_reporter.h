@@ -5,7 +5,9 @@
  *                  `authentication` metadata (SW_AGENT_AUTHENTICATION, when set), every
  *                  SegmentObject, close, then the Commands answer and the status, all within
  *                  SW_AGENT_GRPC_TIMEOUT_MS. Status OK counts the whole batch as reported; any
- *                  other outcome counts it as failed (a client stream is all or nothing).
+ *                  other outcome counts it as failed (a client stream is all or nothing)
+ *                  and is told in a rate-limited warning with the segments lost
+ *                  (grpc_loss.h).
  *   management     a thread of its own sends InstanceProperties and keep-alives
  *                  (grpc_reporter_management.h).
  *   meters         report_meters(): one MeterReportService/collect stream per period on the

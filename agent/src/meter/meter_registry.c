@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../util/utf8.h"
+
 /* lock serialises creation (the search for a duplicate and the append); it is never taken on a
    recording path. slots[i] for i < count are written once, before count is published. */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -69,8 +71,8 @@ static bool value_valid(const char *s)
         return false;
     }
     size_t n = strnlen(s, SW_METER_TAG_VALUE_MAX + 1);
-    if (n > SW_METER_TAG_VALUE_MAX) {
-        return false;
+    if (n > SW_METER_TAG_VALUE_MAX || !sw__utf8_valid(s, n)) {
+        return false; /* a label is a proto3 string: valid UTF-8 only (util/utf8.h) */
     }
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];

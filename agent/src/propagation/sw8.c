@@ -7,6 +7,7 @@
 
 #include "../segment/ids.h"
 #include "swc_base64.h"
+#include "../util/utf8.h"
 #include "skywalking.h"
 
 #define SW8_FIELDS 8
@@ -52,6 +53,9 @@ static const char *field_decode(const char *s, size_t n, char *scratch, size_t s
     if (got <= 0 || memchr(dst, '\0', (size_t)got) != NULL) {
         return NULL;
     }
+    /* Any bytes may be encoded: what is handed on is valid UTF-8 (util/utf8.h), so that the
+       segment's references and trace id cannot fail the segment's gRPC call. */
+    sw__utf8_fix(dst, (size_t)got);
     *used += (size_t)got + 1;
     return dst;
 }

@@ -9,7 +9,9 @@
  *
  * A value is valid when it has exactly 8 fields, sample is 0 or 1, every base64 field is
  * non-empty strict base64 that decodes to a non-empty string without NUL bytes, and the span id
- * is a decimal in 0..INT32_MAX (SkyWalking's ContextCarrier.isValid, made strict).
+ * is a decimal in 0..INT32_MAX (SkyWalking's ContextCarrier.isValid, made strict). A decoded
+ * string that is not valid UTF-8 is cleaned (util/utf8.h: '?' for each bad byte), not
+ * rejected: the strings go into proto3 string fields.
  */
 #ifndef SW_PROPAGATION_SW8_H
 #define SW_PROPAGATION_SW8_H

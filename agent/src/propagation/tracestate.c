@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "../segment/ids.h"
+#include "../util/utf8.h"
 #include "skywalking.h"
 
 #define SWSTATE_FIELDS_MIN 6
@@ -373,6 +374,7 @@ static const char *field_unescape(const char *s, size_t n, char *scratch, size_t
         return NULL;
     }
     dst[out] = '\0';
+    sw__utf8_fix(dst, out); /* an escape may spell any byte: cleaned for the segment (utf8.h) */
     *used += out + 1;
     return dst;
 }

@@ -83,7 +83,8 @@ int sw__swstate_encode(const sw__swstate_t *in, char *buf, size_t len);
 /*
  * Parses the value of an `sw` member. The strings of `out` point into `scratch` (at least
  * len + 8 bytes). Every field but trace must be non-empty, decode without NUL bytes and be at
- * most 255 bytes. Returns 0 or SW_EINVAL (reason).
+ * most 255 bytes; an escape that makes invalid UTF-8 is cleaned (util/utf8.h). Returns 0 or
+ * SW_EINVAL (reason).
  */
 int sw__swstate_decode(const char *value, size_t len, sw__swstate_t *out, char *scratch,
                        size_t scratch_len, const char **reason);

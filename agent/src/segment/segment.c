@@ -4,6 +4,7 @@
 #include "segment.h"
 #include "../util/locality.h"
 #include "../util/small_copy.h"
+#include "../util/utf8.h"
 
 #include <string.h>
 
@@ -57,6 +58,34 @@ SW__HOT static size_t arena_free(const sw__segment_t *seg)
     return (size_t)seg->arena_cap - seg->arena_used - (size_t)seg->attr_count * sizeof(sw__attr_t);
 }
 
+/* A string that does not fit in the `room` left (> 0): cut on a UTF-8 boundary (utf8.h) and
+   counted, then copied by sw__segment_strndup_len, where it fits now. Out of line and cold, so
+   that the call of the cut costs the common path no saved registers. */
+static __attribute__((noinline, cold)) const char *
+strndup_cut(sw__segment_t *seg, const char *s, size_t len, size_t room, uint32_t *out_len)
+{
+    seg->truncations++;
+    len = sw__utf8_cut(s, len, room - 1);
+    if (len == 0) {
+        return empty_string;
+    }
+    return sw__segment_strndup_len(seg, s, len, out_len);
+}
+
+/* A string that is not all ASCII (it fits, len > 0): copied with memcpy, then made valid UTF-8
+   in the arena. Out of line for the same reason, and so that sw__copy stays inlined in the one
+   common path. */
+static __attribute__((noinline, cold)) const char *strndup_repair(sw__segment_t *seg, const char *s,
+                                                                  size_t len, uint32_t *out_len)
+{
+    char *dst = seg->arena + seg->arena_used;
+    memcpy(dst, s, len);
+    dst[len] = '\0';
+    seg->arena_used += (uint32_t)(len + 1);
+    *out_len = (uint32_t)len;
+    return sw__utf8_repair(dst, len);
+}
+
 SW__HOT const char *sw__segment_strndup_len(sw__segment_t *seg, const char *s, size_t len,
                                             uint32_t *out_len)
 {
@@ -70,15 +99,13 @@ SW__HOT const char *sw__segment_strndup_len(sw__segment_t *seg, const char *s, s
         return empty_string;
     }
     if (len + 1 > room) {
-        /* Truncate on a UTF-8 boundary: proto3 strings must stay valid UTF-8 for the OAP. */
-        len = room - 1;
-        while (len > 0 && ((unsigned char)s[len] & 0xC0u) == 0x80u) {
-            len--;
-        }
-        seg->truncations++;
-        if (len == 0) {
-            return empty_string;
-        }
+        return strndup_cut(seg, s, len, room, out_len);
+    }
+    /* Every string of a segment enters here and leaves valid UTF-8 (utf8.h), so that no hostile
+       byte fails the segment's gRPC call. An ASCII string costs one check a word at a time;
+       the others go to the cold path (a tail call: the common path saves no registers). */
+    if (__builtin_expect(!sw__utf8_ascii(s, len), 0)) {
+        return strndup_repair(seg, s, len, out_len);
     }
     char *dst = seg->arena + seg->arena_used;
     sw__copy(dst, s, len);

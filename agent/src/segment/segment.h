@@ -128,8 +128,10 @@ void sw__segment_format(sw__segment_t *seg, uint32_t span_limit, uint32_t arena_
 void sw__segment_reset(sw__segment_t *seg);
 
 /*
- * Copies `s` (NULL counts as "") into the arena and returns the copy. When the arena is short
- * the copy is truncated (counted); when not even the NUL fits, returns a static "" (counted).
+ * Copies `s` (NULL counts as "") into the arena and returns the copy, made valid UTF-8
+ * (util/utf8.h: a byte that starts no valid sequence becomes '?'). When the arena is short the
+ * copy is truncated on a sequence boundary (counted); when not even the NUL fits, returns a
+ * static "" (counted). Every string of a segment is copied here.
  */
 const char *sw__segment_strdup(sw__segment_t *seg, const char *s);
 

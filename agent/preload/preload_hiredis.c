@@ -70,11 +70,21 @@ static _Thread_local struct {
     char peer[128];
 } tls_peer;
 
-/* A command's name and first key, found in its RESP form. */
+/* A command's name and first key, found in its RESP form. key is NULL unless argument 1 is a key
+   (sw__cache_command_keyed): the argument 1 of AUTH and the like is never kept. */
 typedef struct command_view {
     const char *cmd, *key;
     size_t cmd_len, key_len;
 } command_view_t;
+
+/* Drops v's argument 1 unless the command's argument 1 is a key. */
+SW__HOT static void view_key_check(command_view_t *v)
+{
+    if (v->key != NULL && !sw__cache_command_keyed(v->cmd, v->cmd_len)) {
+        v->key = NULL;
+        v->key_len = 0;
+    }
+}
 
 SW__HOT static bool tracing(void)
 {
@@ -111,7 +121,8 @@ SW__HOT static const char *peer_of(const redisContext *c)
     return tls_peer.peer[0] != '\0' ? tls_peer.peer : NULL;
 }
 
-/* One bulk string "$<len>\r\n<bytes>\r\n" at *p (of end), or false. */
+/* One bulk string "$<len>\r\n<bytes>\r\n" at *p (of end), or false. Every byte read and every
+   pointer formed stays within [*p, end]. */
 SW__HOT static bool resp_bulk(const char **p, const char *end, const char **s, size_t *len)
 {
     const char *q = *p;
@@ -120,9 +131,12 @@ SW__HOT static bool resp_bulk(const char **p, const char *end, const char **s, s
     }
     size_t n = 0;
     for (q++; q < end && *q >= '0' && *q <= '9'; q++) {
+        if (n > (SIZE_MAX - 9) / 10) {
+            return false;
+        }
         n = n * 10 + (size_t)(*q - '0');
     }
-    if (end - q < 2 || q[0] != '\r' || (size_t)(end - q - 2) < n) {
+    if (end - q < 2 || q[0] != '\r' || (size_t)(end - q - 2) < n || (size_t)(end - q - 2) - n < 2) {
         return false;
     }
     *s = q + 2;
@@ -131,12 +145,16 @@ SW__HOT static bool resp_bulk(const char **p, const char *end, const char **s, s
     return true;
 }
 
-/* Finds the command name and first key in a formatted command (RESP array of bulk strings). */
+/* Finds the command name and first key in a formatted command (RESP array of bulk strings) of
+   len bytes at cmd; reads none of them when len is 0. */
 SW__HOT static bool resp_view(const char *cmd, size_t len, command_view_t *v)
 {
+    if (len == 0 || cmd[0] != '*') {
+        return false;
+    }
     const char *end = cmd + len;
     const char *p = memchr(cmd, '\n', len);
-    if (cmd[0] != '*' || p == NULL) {
+    if (p == NULL) {
         return false;
     }
     p++;
@@ -145,7 +163,9 @@ SW__HOT static bool resp_view(const char *cmd, size_t len, command_view_t *v)
     }
     if (!resp_bulk(&p, end, &v->key, &v->key_len)) {
         v->key = NULL;
+        v->key_len = 0;
     }
+    view_key_check(v);
     return true;
 }
 
@@ -156,8 +176,12 @@ SW__HOT static bool argv_view(int argc, const char **argv, const size_t *argvlen
     }
     v->cmd = argv[0];
     v->cmd_len = argvlen != NULL ? argvlen[0] : strlen(argv[0]);
-    v->key = argc > 1 ? argv[1] : NULL;
-    v->key_len = argc > 1 ? (argvlen != NULL ? argvlen[1] : strlen(argv[1])) : 0;
+    v->key = NULL;
+    v->key_len = 0;
+    if (argc > 1 && argv[1] != NULL && sw__cache_command_keyed(v->cmd, v->cmd_len)) {
+        v->key = argv[1];
+        v->key_len = argvlen != NULL ? argvlen[1] : strlen(argv[1]);
+    }
     return true;
 }
 
@@ -169,7 +193,8 @@ SW__HOT static size_t word_len(const char *p)
 
 /* The view of the common formats without a formatting pass: a literal command word, then
    nothing, a literal key, "%s" or "%b". False for any other format (a '%' in the command
-   word, another conversion in the key word). */
+   word, another conversion in the key word). A command whose argument 1 is no key
+   ("AUTH %s") is viewed from its word alone: its arguments are never read. */
 SW__HOT static bool format_view_fast(const char *fmt, va_list ap, command_view_t *v)
 {
     size_t n = word_len(fmt);
@@ -180,6 +205,9 @@ SW__HOT static bool format_view_fast(const char *fmt, va_list ap, command_view_t
     v->cmd_len = n;
     v->key = NULL;
     v->key_len = 0;
+    if (!sw__cache_command_keyed(fmt, n)) {
+        return true;
+    }
     const char *k = fmt + n;
     while (*k == ' ') {
         k++;
@@ -270,8 +298,14 @@ static void reply_error_message(const void *reply, const char **msg, size_t *len
     }
 }
 
-/* Ends the active span with the outcome of a call that returned `reply` on c. */
-SW__HOT static void span_end(const redisContext *c, const void *reply, bool call_failed)
+/* Stands for the server's error reply to a command that may carry a secret (the reply may
+   repeat its arguments: "Error in ACL SETUSER modifier '...'"). */
+static const char secret_reply[] = "(not shown: the reply to a command with a password)";
+
+/* Ends the active span with the outcome of a call that returned `reply` on c; `secret`: the
+   command may carry a password (sw__cache_command_secret), its error reply is not recorded. */
+SW__HOT static void span_end(const redisContext *c, bool secret, const void *reply,
+                             bool call_failed)
 {
     if (reply == NULL && call_failed) {
         sw__db_span_error("Redis", c->errstr, strnlen(c->errstr, sizeof c->errstr));
@@ -279,6 +313,10 @@ SW__HOT static void span_end(const redisContext *c, const void *reply, bool call
         const char *msg;
         size_t len;
         reply_error_message(reply, &msg, &len);
+        if (secret) {
+            msg = secret_reply;
+            len = sizeof secret_reply - 1;
+        }
         sw__db_span_error("Redis", msg != NULL ? msg : "", msg != NULL ? len : 0);
     }
     sw_span_end();
@@ -302,11 +340,12 @@ SW__HOT static void *command_traced(redisContext *c, const char *format, va_list
         return real(c, format, ap);
     }
     span_begin(c, &v, 0);
-    formatted_free(formatted);
+    bool secret = sw__cache_command_secret(v.cmd, v.cmd_len);
+    formatted_free(formatted); /* v points into it */
     in_call = true;
     void *reply = real(c, format, ap);
     in_call = false;
-    span_end(c, reply, reply == NULL && c->err != 0);
+    span_end(c, secret, reply, reply == NULL && c->err != 0);
     return reply;
 }
 
@@ -339,7 +378,7 @@ SW__HOT void *redisCommandArgv(redisContext *c, int argc, const char **argv, con
     in_call = true;
     void *reply = real(c, argc, argv, argvlen);
     in_call = false;
-    span_end(c, reply, reply == NULL && c->err != 0);
+    span_end(c, sw__cache_command_secret(v.cmd, v.cmd_len), reply, reply == NULL && c->err != 0);
     return reply;
 }
 
@@ -496,7 +535,8 @@ SW__HOT int redisGetReply(redisContext *c, void **reply)
     }
     command_view_t v = {p->cmd, p->has_key ? p->key : NULL, p->cmd_len, p->key_len};
     span_begin(c, &v, p->start_ms);
-    span_end(c, rc == REDIS_OK ? r : NULL, rc != REDIS_OK);
+    span_end(c, sw__cache_command_secret(v.cmd, v.cmd_len), rc == REDIS_OK ? r : NULL,
+             rc != REDIS_OK);
     free(p);
     return rc;
 }

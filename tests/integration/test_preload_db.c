@@ -34,15 +34,19 @@ static void servers_env(void)
     free(text);
 }
 
+/* The segment file and the stderr of the last run_traced. */
+static char traced_file[512], traced_err[512];
+
 /* Runs `argv` preloaded, with `extra` ("K=V" or NULL entries), writing segments into a fresh
-   directory; returns the segments read. */
+   directory (traced_file); returns the segments read. */
 static void run_traced(char *const argv[], const char *tag, const char *extra1, const char *extra2,
                        pl_segments_t *out)
 {
     servers_env();
-    char dir[256], file[512], e[3][4200];
+    char dir[256], e[3][4200];
+    char *file = traced_file, *err = traced_err;
     pl_tmpdir(dir, sizeof dir, tag);
-    snprintf(file, sizeof file, "%s/seg.bin", dir);
+    snprintf(file, sizeof traced_file, "%s/seg.bin", dir);
     snprintf(e[0], sizeof e[0], "LD_PRELOAD=%s", PL_PRELOAD_LIB);
     snprintf(e[1], sizeof e[1], "SW_REPORTER_FILE_PATH=%s", file);
     snprintf(e[2], sizeof e[2], "SW_AGENT_NAME=pl-db");
@@ -50,8 +54,7 @@ static void run_traced(char *const argv[], const char *tag, const char *extra1, 
     if (extra1 == NULL) {
         env[3] = (char *)extra2, env[4] = NULL;
     }
-    char err[512];
-    snprintf(err, sizeof err, "%s/stderr", dir);
+    snprintf(err, sizeof traced_err, "%s/stderr", dir);
     int rc = pl_run(argv, env, NULL, err, WAIT_MS);
     char *msg = pl_slurp(err, NULL);
     cr_assert_eq(rc, 0, "%s exited %d: %s", argv[0], rc, msg != NULL ? msg : "");
@@ -309,6 +312,58 @@ Test(preload_db, redis_keys_are_left_out_on_request)
     pl_segments_t s = {0};
     run_traced(argv, "rediskey", "SW_PLUGIN_REDIS_TRACE_KEY=false", NULL, &s);
     redis_check(&s, false);
+    pl_segments_free(&s);
+}
+
+/* Whether the file at path holds the bytes of `needle` anywhere. */
+static bool file_has(const char *path, const char *needle)
+{
+    size_t len;
+    char *text = pl_slurp(path, &len);
+    bool found = text != NULL && memmem(text, len, needle, strlen(needle)) != NULL;
+    free(text);
+    return found;
+}
+
+static const char *const redis_auth_ops[] = {
+    "Redis/auth", "Redis/auth",   "Redis/auth",  "Redis/auth",    "Redis/auth",
+    "Redis/auth", "Redis/auth",   "Redis/hello", "Redis/migrate", "Redis/acl",
+    "Redis/acl",  "Redis/config", "Redis/auth",  "Redis/set",     "Redis/get",
+};
+
+/* A password never reaches a span: not as cache.key of AUTH in any form the plugin sees (the
+   blocking calls, the pipelines), nor of HELLO, MIGRATE, ACL SETUSER or CONFIG SET, nor in the
+   error reply that repeats an ACL SETUSER argument. Keys of SET and GET are still recorded. The
+   whole segment file and the program's stderr are searched for the password's bytes. */
+Test(preload_db, redis_passwords_never_reach_a_span)
+{
+    char *argv[] = {PL_DB, "redis-auth", NULL};
+    pl_segments_t s = {0};
+    run_traced(argv, "redisauth", NULL, NULL, &s);
+    const char *pw = getenv("SW_TEST_REDIS_PASSWORD");
+    cr_assert(pw != NULL && strlen(pw) == 32, "the db fixture sets SW_TEST_REDIS_PASSWORD");
+    cr_assert_eq(s.n, 2);
+    const pl_segment_t *h = handler_segment(&s, "/redis-auth");
+    size_t n = sizeof redis_auth_ops / sizeof *redis_auth_ops;
+    cr_assert_eq(h->n_spans, n + 1, "entry + %zu commands, got %zu spans", n, h->n_spans);
+    for (size_t i = 1; i <= n; i++) {
+        const pl_span_t *sp = h->spans[i];
+        cr_assert_str_eq(sp->operationname, redis_auth_ops[i - 1], "span %zu", i);
+        exit_common(sp, SKYWALKING__V3__SPAN_LAYER__Cache, 7);
+        bool keyed = i >= n - 1;
+        tag_is(sp, "cache.key", keyed ? "authkey" : NULL);
+        if (i == 11 || i == 13) {
+            cr_assert(sp->iserror, "%s (span %zu) failed", sp->operationname, i);
+        } else {
+            no_error(sp);
+        }
+    }
+    error_logged(h->spans[13], "not shown"); /* WRONGPASS: no reply to AUTH is recorded */
+    error_logged(h->spans[11], "not shown");
+    cr_assert_not(file_has(traced_file, pw), "the password is in the segment file");
+    cr_assert_not(file_has(traced_file, "not-the-password-0123"),
+                  "the wrong password is in the segment file");
+    cr_assert_not(file_has(traced_err, pw), "the password is in the program's stderr");
     pl_segments_free(&s);
 }
 

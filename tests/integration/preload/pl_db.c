@@ -3,12 +3,13 @@
  * (libmariadb) and Redis (hiredis), for the database/cache preload tests. It knows nothing of
  * skywalking; the tests preload libskywalking-preload.so into it.
  *
- *   pl_db pq|mysql|redis
+ *   pl_db pq|mysql|redis|redis-auth
  *
  * starts a libmicrohttpd daemon on a free loopback port and GETs /<mode> from it once with
  * libcurl; the handler runs the mode's calls (below) against the servers named by the
  * environment of tests/support/db/servers.sh (SW_TEST_PG_SOCKDIR, SW_TEST_PG_PORT,
- * SW_TEST_MY_SOCKET, SW_TEST_MY_PORT, SW_TEST_REDIS_PORT, SW_TEST_REDIS_SOCKET) and answers 200
+ * SW_TEST_MY_SOCKET, SW_TEST_MY_PORT, SW_TEST_REDIS_PORT, SW_TEST_REDIS_SOCKET,
+ * SW_TEST_REDIS_AUTH_PORT, SW_TEST_REDIS_PASSWORD) and answers 200
  * when every call behaved as expected (the failing ones failed). Exit code 0 on 200. Every
  * failure prints why on stderr.
  */
@@ -21,6 +22,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #define WAIT_MS 20000
 
@@ -177,6 +180,23 @@ static void redis_expect(redisReply *r, int type, const char *what)
     }
 }
 
+/* An empty formatted command whose pointer is the first byte of an inaccessible page: appending
+   it must read nothing (no span, no crash). */
+static void redis_append_empty(redisContext *c)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    char *m =
+        mmap(NULL, (size_t)page * 2, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED || mprotect(m + page, (size_t)page, PROT_NONE) != 0) {
+        fail("mmap", "no guard page");
+        return;
+    }
+    if (redisAppendFormattedCommand(c, m + page, 0) != REDIS_OK) {
+        fail("redisAppendFormattedCommand of 0 bytes", c->errstr);
+    }
+    munmap(m, (size_t)page * 2);
+}
+
 static void run_redis(void)
 {
     struct timeval tv = {20, 0};
@@ -203,6 +223,7 @@ static void run_redis(void)
     } else {
         redis_expect(r, REDIS_REPLY_INTEGER, "pipelined DEL");
     }
+    redis_append_empty(c);
     redisFree(c);
     redisContext *u = redisConnectUnixWithTimeout(env("SW_TEST_REDIS_SOCKET"), tv);
     if (u == NULL || u->err) {
@@ -211,6 +232,71 @@ static void run_redis(void)
     }
     redis_expect(redisCommand(u, "PING"), REDIS_REPLY_STATUS, "PING");
     redisFree(u);
+}
+
+/* ---- Redis with a password: 15 exit spans, in this order -------------------------------
+ * AUTH in every form the plugin sees (redisCommand "AUTH %s", "AUTH %b", a literal "AUTH <pw>",
+ * redisCommandArgv; redisAppendCommand, redisAppendCommandArgv, redisAppendFormattedCommand and
+ * redisGetReply), HELLO 2 AUTH, MIGRATE ... AUTH, ACL SETUSER (accepted, then refused with a reply
+ * that repeats the argument), CONFIG SET requirepass, a wrong password (WRONGPASS), SET and GET
+ * of a key (argument 1 of SET and GET is recorded). */
+
+static void redis_auth_append_check(redisContext *c, const char *what)
+{
+    void *r;
+    if (redisGetReply(c, &r) != REDIS_OK) {
+        fail(what, c->errstr);
+    } else {
+        redis_expect(r, REDIS_REPLY_STATUS, what);
+    }
+}
+
+static void run_redis_auth(void)
+{
+    struct timeval tv = {20, 0};
+    redisContext *c =
+        redisConnectWithTimeout("127.0.0.1", atoi(env("SW_TEST_REDIS_AUTH_PORT")), tv);
+    if (c == NULL || c->err) {
+        fail("redisConnect", c != NULL ? c->errstr : "no memory");
+        return;
+    }
+    const char *pw = env("SW_TEST_REDIS_PASSWORD");
+    char literal[256];
+    snprintf(literal, sizeof literal, "AUTH %s", pw); /* hex: no '%' in it */
+    const char *argv[] = {"AUTH", pw};
+    redis_expect(redisCommand(c, "AUTH %s", pw), REDIS_REPLY_STATUS, "AUTH %s");
+    redis_expect(redisCommand(c, "AUTH %b", pw, strlen(pw)), REDIS_REPLY_STATUS, "AUTH %b");
+    redis_expect(redisCommand(c, literal), REDIS_REPLY_STATUS, "AUTH literal");
+    redis_expect(redisCommandArgv(c, 2, argv, NULL), REDIS_REPLY_STATUS, "AUTH argv");
+    char *formatted = NULL;
+    int len = redisFormatCommand(&formatted, "AUTH %s", pw);
+    if (redisAppendCommand(c, "AUTH %s", pw) != REDIS_OK ||
+        redisAppendCommandArgv(c, 2, argv, NULL) != REDIS_OK || len <= 0 ||
+        redisAppendFormattedCommand(c, formatted, (size_t)len) != REDIS_OK) {
+        fail("appending AUTH", c->errstr);
+    }
+    redisFreeCommand(formatted);
+    redis_auth_append_check(c, "appended AUTH %s");
+    redis_auth_append_check(c, "appended AUTH argv");
+    redis_auth_append_check(c, "appended formatted AUTH");
+    redis_expect(redisCommand(c, "HELLO 2 AUTH default %s", pw), REDIS_REPLY_ARRAY, "HELLO AUTH");
+    const char *migrate[] = {"MIGRATE", "127.0.0.1", "1", "",     "0",
+                             "1000",    "AUTH",      pw,  "KEYS", "nokey"};
+    redis_expect(redisCommandArgv(c, 10, migrate, NULL), REDIS_REPLY_STATUS, "MIGRATE AUTH");
+    char good[64], bad[64];
+    snprintf(good, sizeof good, ">%s", pw);
+    snprintf(bad, sizeof bad, "#%s", pw); /* a hash must be 64 hex digits: refused, repeated */
+    const char *acl_good[] = {"ACL", "SETUSER", "swtest", "on", good};
+    const char *acl_bad[] = {"ACL", "SETUSER", "swtest", bad};
+    redis_expect(redisCommandArgv(c, 5, acl_good, NULL), REDIS_REPLY_STATUS, "ACL SETUSER");
+    redis_expect(redisCommandArgv(c, 4, acl_bad, NULL), REDIS_REPLY_ERROR, "ACL SETUSER #hash");
+    redis_expect(redisCommand(c, "CONFIG SET requirepass %s", pw), REDIS_REPLY_STATUS,
+                 "CONFIG SET requirepass");
+    redis_expect(redisCommand(c, "AUTH %s", "not-the-password-0123"), REDIS_REPLY_ERROR,
+                 "AUTH with a wrong password");
+    redis_expect(redisCommand(c, "SET authkey %s", "v"), REDIS_REPLY_STATUS, "SET");
+    redis_expect(redisCommand(c, "GET authkey"), REDIS_REPLY_STRING, "GET");
+    redisFree(c);
 }
 
 /* ---- the service ----------------------------------------------------------------------- */
@@ -231,6 +317,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         run_mysql();
     } else if (strcmp(url, "/redis") == 0) {
         run_redis();
+    } else if (strcmp(url, "/redis-auth") == 0) {
+        run_redis_auth();
     } else {
         fail("unknown path", url);
     }
@@ -250,7 +338,7 @@ static size_t body_discard(char *data, size_t size, size_t n, void *user)
 int main(int argc, char **argv)
 {
     if (argc != 2) {
-        fprintf(stderr, "usage: pl_db pq|mysql|redis\n");
+        fprintf(stderr, "usage: pl_db pq|mysql|redis|redis-auth\n");
         return 2;
     }
     curl_global_init(CURL_GLOBAL_DEFAULT);

@@ -29,6 +29,14 @@ target_link_libraries(pl_db PRIVATE PkgConfig::PL_CURL PkgConfig::PL_MHD PkgConf
   PkgConfig::PL_MARIADB PkgConfig::PL_HIREDIS)
 sw_target_defaults(pl_db)
 
+# Forks while another thread is held inside a plugin's critical section (its own calloc holds
+# it there; exported so that the preload library's calls reach it).
+add_executable(pl_fork integration/preload/pl_fork.c)
+target_link_libraries(pl_fork PRIVATE PkgConfig::PL_CURL PkgConfig::PL_MHD PkgConfig::PL_PQ
+  PkgConfig::PL_MARIADB PkgConfig::PL_HIREDIS Threads::Threads ${CMAKE_DL_LIBS})
+set_target_properties(pl_fork PROPERTIES ENABLE_EXPORTS ON)
+sw_target_defaults(pl_fork)
+
 sw_add_unit_test(test_preload_db
   SOURCES integration/test_preload_db.c integration/preload/pl_support.c
   LIBS swproto
@@ -36,8 +44,9 @@ sw_add_unit_test(test_preload_db
   TIMEOUT 300)
 target_compile_definitions(test_preload_db PRIVATE
   PL_PRELOAD_LIB="$<TARGET_FILE:skywalking-preload>"
-  PL_DB="$<TARGET_FILE:pl_db>")
-add_dependencies(test_preload_db skywalking-preload pl_db)
+  PL_DB="$<TARGET_FILE:pl_db>"
+  PL_FORK="$<TARGET_FILE:pl_fork>")
+add_dependencies(test_preload_db skywalking-preload pl_db pl_fork)
 set_tests_properties(test_preload_db PROPERTIES FIXTURES_REQUIRED db
   ENVIRONMENT "SW_TEST_DB_STATE=${SW_DB_FIXTURE_DIR}")
 

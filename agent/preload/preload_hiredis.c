@@ -20,7 +20,6 @@
  */
 #include <hiredis.h>
 #include <netinet/in.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -32,6 +31,7 @@
 
 #include "../src/instrument/span_async.h"
 #include "preload.h"
+#include "preload_lock.h"
 #include "preload_db.h"
 #include "preload_handle_map.h"
 #include "../src/core/locality.h"
@@ -56,8 +56,7 @@ typedef struct ctx_info {
 } ctx_info_t;
 
 /* Pipelined commands per context; global because hiredis offers no slot for them.
-   ctxs_lock protects the buckets and every node. */
-static pthread_mutex_t ctxs_lock = PTHREAD_MUTEX_INITIALIZER;
+   SW__PLUGIN_LOCK_HIREDIS (preload_lock.h) protects the buckets and every node. */
 static sw__handle_map_t ctxs;
 
 /* Set while this thread runs a traced call (the recursion guard, see above). */
@@ -402,7 +401,7 @@ SW__HOT static void pending_push(const redisContext *c, const command_view_t *v,
     if (p->has_key) {
         memcpy(p->key, v->key, p->key_len);
     }
-    pthread_mutex_lock(&ctxs_lock);
+    sw__plugin_lock(SW__PLUGIN_LOCK_HIREDIS);
     ctx_info_t *i = (ctx_info_t *)sw__handle_map_get(&ctxs, c, sizeof(ctx_info_t));
     if (i != NULL && i->count < PENDING_MAX) {
         if (i->tail != NULL) {
@@ -414,7 +413,7 @@ SW__HOT static void pending_push(const redisContext *c, const command_view_t *v,
         i->count++;
         p = NULL;
     }
-    pthread_mutex_unlock(&ctxs_lock);
+    sw__plugin_unlock(SW__PLUGIN_LOCK_HIREDIS);
     free(p);
 }
 
@@ -422,7 +421,7 @@ SW__HOT static void pending_push(const redisContext *c, const command_view_t *v,
 SW__HOT static pending_t *pending_pop(const redisContext *c)
 {
     pending_t *p = NULL;
-    pthread_mutex_lock(&ctxs_lock);
+    sw__plugin_lock(SW__PLUGIN_LOCK_HIREDIS);
     ctx_info_t *i = (ctx_info_t *)sw__handle_map_find(&ctxs, c);
     if (i != NULL && i->head != NULL) {
         p = i->head;
@@ -432,7 +431,7 @@ SW__HOT static pending_t *pending_pop(const redisContext *c)
         }
         i->count--;
     }
-    pthread_mutex_unlock(&ctxs_lock);
+    sw__plugin_unlock(SW__PLUGIN_LOCK_HIREDIS);
     return p;
 }
 
@@ -545,9 +544,9 @@ void redisFree(redisContext *c)
 {
     void (*real)(redisContext *);
     SW__PRELOAD_REAL(real, "redisFree");
-    pthread_mutex_lock(&ctxs_lock);
+    sw__plugin_lock(SW__PLUGIN_LOCK_HIREDIS);
     ctx_info_t *found = (ctx_info_t *)sw__handle_map_take(&ctxs, c);
-    pthread_mutex_unlock(&ctxs_lock);
+    sw__plugin_unlock(SW__PLUGIN_LOCK_HIREDIS);
     if (found != NULL) {
         for (pending_t *p = found->head, *next; p != NULL; p = next) {
             next = p->next;

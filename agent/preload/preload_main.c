@@ -16,6 +16,7 @@
 #include "../src/log/log.h"
 #include "preload.h"
 #include "preload_db.h"
+#include "preload_lock.h"
 #include "../src/core/locality.h"
 
 _Thread_local bool sw__preload_busy;
@@ -169,6 +170,7 @@ __attribute__((constructor)) static void preload_start(void)
 {
     (void)pthread_key_create(&pending_key, pending_free);
     (void)pthread_atfork(fork_prepare, fork_parent, fork_child);
+    sw__plugin_locks_atfork(); /* its prepare runs first: no plugin section takes start_lock */
     (void)sw__preload_config();
 }
 

@@ -14,7 +14,6 @@
  * makes those inner calls plain forwards.
  */
 #include <mysql.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +21,7 @@
 
 #include "../src/instrument/span_async.h"
 #include "preload.h"
+#include "preload_lock.h"
 #include "preload_db.h"
 #include "preload_handle_map.h"
 
@@ -35,8 +35,8 @@ typedef struct handle_info {
     MYSQL *mysql;           /* statements: their connection */
 } handle_info_t;
 
-/* Global because libmariadb offers no slot for it; infos_lock protects the buckets and nodes. */
-static pthread_mutex_t infos_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Global because libmariadb offers no slot for it; SW__PLUGIN_LOCK_MARIADB (preload_lock.h)
+ * protects the buckets and nodes. */
 static sw__handle_map_t infos;
 
 /* Set while this thread runs a traced call (the recursion guard, see above). */
@@ -63,7 +63,7 @@ static bool tracing(my_fns_t *f)
     return !in_call && !sw__preload_busy && fns_resolve(f) && sw__preload_agent_ready();
 }
 
-/* The node of h, created when `create`; infos_lock held. */
+/* The node of h, created when `create`; SW__PLUGIN_LOCK_MARIADB held. */
 static handle_info_t *info_find(const void *h, bool create)
 {
     if (create) {
@@ -74,9 +74,9 @@ static handle_info_t *info_find(const void *h, bool create)
 
 static void info_forget(const void *h)
 {
-    pthread_mutex_lock(&infos_lock);
+    sw__plugin_lock(SW__PLUGIN_LOCK_MARIADB);
     handle_info_t *found = (handle_info_t *)sw__handle_map_take(&infos, h);
-    pthread_mutex_unlock(&infos_lock);
+    sw__plugin_unlock(SW__PLUGIN_LOCK_MARIADB);
     if (found != NULL) {
         free(found->sql);
     }
@@ -186,7 +186,7 @@ int mysql_send_query(MYSQL *mysql, const char *q, unsigned long length)
     if (sql == NULL) {
         return rc;
     }
-    pthread_mutex_lock(&infos_lock);
+    sw__plugin_lock(SW__PLUGIN_LOCK_MARIADB);
     handle_info_t *i = info_find(mysql, true);
     if (i != NULL) {
         free(i->sql);
@@ -194,7 +194,7 @@ int mysql_send_query(MYSQL *mysql, const char *q, unsigned long length)
         i->start_ms = start;
         sql = NULL;
     }
-    pthread_mutex_unlock(&infos_lock);
+    sw__plugin_unlock(SW__PLUGIN_LOCK_MARIADB);
     free(sql);
     return rc;
 }
@@ -215,7 +215,7 @@ my_bool mysql_read_query_result(MYSQL *mysql)
     in_call = false;
     char *sql = NULL;
     int64_t start = 0;
-    pthread_mutex_lock(&infos_lock);
+    sw__plugin_lock(SW__PLUGIN_LOCK_MARIADB);
     handle_info_t *i = info_find(mysql, false);
     if (i != NULL && i->start_ms != 0) {
         sql = i->sql;
@@ -223,7 +223,7 @@ my_bool mysql_read_query_result(MYSQL *mysql)
         i->sql = NULL;
         i->start_ms = 0;
     }
-    pthread_mutex_unlock(&infos_lock);
+    sw__plugin_unlock(SW__PLUGIN_LOCK_MARIADB);
     if (start != 0) {
         span_begin(&f, mysql, "Mysql/libmariadb/mysql_send_query", sql,
                    sql != NULL ? strlen(sql) : 0, start);
@@ -265,7 +265,7 @@ int mysql_stmt_prepare(MYSQL_STMT *stmt, const char *query, unsigned long length
     in_call = false;
     span_end(rc != 0, rc != 0 ? f.stmt_error(stmt) : NULL);
     char *sql = rc == 0 ? sql_copy(query, length) : NULL;
-    pthread_mutex_lock(&infos_lock);
+    sw__plugin_lock(SW__PLUGIN_LOCK_MARIADB);
     handle_info_t *i = info_find(stmt, sql != NULL);
     if (i != NULL) {
         free(i->sql);
@@ -274,7 +274,7 @@ int mysql_stmt_prepare(MYSQL_STMT *stmt, const char *query, unsigned long length
         i->bind = NULL;
         sql = NULL;
     }
-    pthread_mutex_unlock(&infos_lock);
+    sw__plugin_unlock(SW__PLUGIN_LOCK_MARIADB);
     free(sql);
     return rc;
 }
@@ -288,12 +288,12 @@ my_bool mysql_stmt_bind_param(MYSQL_STMT *stmt, MYSQL_BIND *bnd)
     }
     my_bool rc = real(stmt, bnd);
     if (rc == 0 && sw__db_settings.sql_parameters) {
-        pthread_mutex_lock(&infos_lock);
+        sw__plugin_lock(SW__PLUGIN_LOCK_MARIADB);
         handle_info_t *i = info_find(stmt, false);
         if (i != NULL) {
             i->bind = bnd;
         }
-        pthread_mutex_unlock(&infos_lock);
+        sw__plugin_unlock(SW__PLUGIN_LOCK_MARIADB);
     }
     return rc;
 }
@@ -356,13 +356,13 @@ int mysql_stmt_execute(MYSQL_STMT *stmt)
     char *sql = NULL;
     const MYSQL_BIND *bind = NULL;
     MYSQL *m = stmt->mysql;
-    pthread_mutex_lock(&infos_lock);
+    sw__plugin_lock(SW__PLUGIN_LOCK_MARIADB);
     handle_info_t *i = info_find(stmt, false);
     if (i != NULL) {
         sql = i->sql != NULL ? strdup(i->sql) : NULL;
         bind = i->bind;
     }
-    pthread_mutex_unlock(&infos_lock);
+    sw__plugin_unlock(SW__PLUGIN_LOCK_MARIADB);
     if (m == NULL) {
         free(sql);
         return real(stmt);

@@ -367,6 +367,42 @@ Test(preload_db, redis_passwords_never_reach_a_span)
     pl_segments_free(&s);
 }
 
+/* Spans of operation `op` in all segments (with cache.key or db.statement `want` when not NULL). */
+static size_t count_spans(const pl_segments_t *s, const char *op, const char *tag, const char *want)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        for (size_t k = 0; k < s->segs[i]->n_spans; k++) {
+            const pl_span_t *sp = s->segs[i]->spans[k];
+            const char *v = tag != NULL ? pl_span_tag(sp, tag) : NULL;
+            n += strcmp(sp->operationname, op) == 0 && (tag == NULL || (v && !strcmp(v, want)));
+        }
+    }
+    return n;
+}
+
+/* Every plugin lock is fork-safe: pl_fork forks while another thread is held inside the
+   hiredis, libpq, libmariadb and libcurl plugins' sections in turn; each child closes the
+   handles it inherited and makes traced calls of every plugin (hiredis pipeline, PQsendQuery,
+   mysql_send_query, a libmicrohttpd server, curl easy and multi) within a bounded wait, and
+   its spans reach the file. */
+Test(preload_db, forks_while_a_plugin_lock_is_held_leave_children_working)
+{
+    char *argv[] = {PL_FORK, NULL};
+    pl_segments_t s = {0};
+    run_traced(argv, "fork", NULL, NULL, &s);
+    const size_t cases = 4;
+    cr_assert_eq(count_spans(&s, "Redis/set", "cache.key", "forkkey"), cases);
+    cr_assert_eq(count_spans(&s, "PostgreSQL/libpq/PQsendQuery", "db.statement", "SELECT 'fork'"),
+                 cases);
+    cr_assert_eq(
+        count_spans(&s, "Mysql/libmariadb/mysql_send_query", "db.statement", "SELECT 'fork'"),
+        cases);
+    cr_assert_eq(count_spans(&s, "/fork-easy", NULL, NULL), 2 * cases, "exit and entry spans");
+    cr_assert_eq(count_spans(&s, "/fork-multi", NULL, NULL), 2 * cases, "exit and entry spans");
+    pl_segments_free(&s);
+}
+
 /* The plugins' settings come from the SW_AGENT_CONFIG file like every other setting. */
 Test(preload_db, plugin_settings_are_read_from_the_config_file)
 {

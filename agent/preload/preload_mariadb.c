@@ -8,7 +8,9 @@
  * statement and its start time per connection; mysql_read_query_result makes the span, on the
  * thread that read it (span_async.h, "spans begun late"). mysql_stmt_prepare is a span with the
  * statement, remembered per statement handle for mysql_stmt_execute's span (and, with
- * SW_PLUGIN_SQL_PARAMETERS=true, the values of the binds given to mysql_stmt_bind_param).
+ * SW_PLUGIN_SQL_PARAMETERS=true, the bound values: read at execute from the library's own copy
+ * of the binds, stmt->params, never through the caller's MYSQL_BIND array, which the caller may
+ * free or reuse once mysql_stmt_bind_param returned).
  * mysql_stmt_close and mysql_close forget a handle. libmariadb calls its own exported functions
  * (mysql_query calls mysql_real_query, which calls mysql_send_query): the thread's in_call flag
  * makes those inner calls plain forwards.
@@ -31,7 +33,7 @@ typedef struct handle_info {
     sw__handle_node_t node; /* first: the map's link */
     char *sql;              /* cut at the statement limit */
     int64_t start_ms;       /* connections: when mysql_send_query sent `sql` (0: nothing) */
-    const MYSQL_BIND *bind; /* statements: the caller's binds (valid until the next bind) */
+    bool bound;             /* statements: mysql_stmt_bind_param succeeded since the prepare */
     MYSQL *mysql;           /* statements: their connection */
 } handle_info_t;
 
@@ -271,7 +273,7 @@ int mysql_stmt_prepare(MYSQL_STMT *stmt, const char *query, unsigned long length
         free(i->sql);
         i->sql = sql;
         i->mysql = m;
-        i->bind = NULL;
+        i->bound = false;
         sql = NULL;
     }
     sw__plugin_unlock(SW__PLUGIN_LOCK_MARIADB);
@@ -291,7 +293,7 @@ my_bool mysql_stmt_bind_param(MYSQL_STMT *stmt, MYSQL_BIND *bnd)
         sw__plugin_lock(SW__PLUGIN_LOCK_MARIADB);
         handle_info_t *i = info_find(stmt, false);
         if (i != NULL) {
-            i->bind = bnd;
+            i->bound = true; /* the values are read from stmt->params at execute */
         }
         sw__plugin_unlock(SW__PLUGIN_LOCK_MARIADB);
     }
@@ -354,13 +356,13 @@ int mysql_stmt_execute(MYSQL_STMT *stmt)
         return real(stmt);
     }
     char *sql = NULL;
-    const MYSQL_BIND *bind = NULL;
+    bool bound = false;
     MYSQL *m = stmt->mysql;
     sw__plugin_lock(SW__PLUGIN_LOCK_MARIADB);
     handle_info_t *i = info_find(stmt, false);
     if (i != NULL) {
         sql = i->sql != NULL ? strdup(i->sql) : NULL;
-        bind = i->bind;
+        bound = i->bound;
     }
     sw__plugin_unlock(SW__PLUGIN_LOCK_MARIADB);
     if (m == NULL) {
@@ -369,8 +371,10 @@ int mysql_stmt_execute(MYSQL_STMT *stmt)
     }
     span_begin(&f, m, "Mysql/libmariadb/mysql_stmt_execute", sql, sql != NULL ? strlen(sql) : 0, 0);
     free(sql);
-    if (bind != NULL) {
-        bind_view_t view = {bind, ""};
+    if (bound && stmt->params != NULL) {
+        /* libmariadb's copy of the binds (mysql_stmt_bind_param copies the caller's array into
+           it); the buffers it points to are the caller's, valid until execute by the API. */
+        bind_view_t view = {stmt->params, ""};
         sw__db_params_tag((int)f.param_count(stmt), bind_text, &view);
     }
     in_call = true;

@@ -3,7 +3,7 @@
  * (libmariadb) and Redis (hiredis), for the database/cache preload tests. It knows nothing of
  * skywalking; the tests preload libskywalking-preload.so into it.
  *
- *   pl_db pq|mysql|redis|redis-auth
+ *   pl_db pq|mysql|mysql-bind|redis|redis-auth
  *
  * starts a libmicrohttpd daemon on a free loopback port and GETs /<mode> from it once with
  * libcurl; the handler runs the mode's calls (below) against the servers named by the
@@ -168,6 +168,67 @@ static void run_mysql(void)
     mysql_close(tcp);
 }
 
+/* ---- MariaDB, binds that die before execute: 4 exit spans ----------------------------------
+ * mysql_stmt_prepare and two mysql_stmt_execute of INSERT (?, ?) whose MYSQL_BIND array lived
+ * in the frame of a helper that returned before the executes (as the API allows: libmariadb
+ * copies the array; only the buffers must stay valid). The values change between the executes
+ * without a new bind: the spans say [7,seven], then [8,eight]. */
+
+static int bind_id;
+static char bind_name[16];
+
+static void __attribute__((noinline)) bind_from_stack(MYSQL_STMT *st)
+{
+    MYSQL_BIND b[2];
+    memset(b, 0, sizeof b);
+    b[0].buffer_type = MYSQL_TYPE_LONG;
+    b[0].buffer = &bind_id;
+    b[1].buffer_type = MYSQL_TYPE_STRING;
+    b[1].buffer = bind_name;
+    b[1].buffer_length = 5;
+    if (mysql_stmt_bind_param(st, b) != 0) {
+        fail("mysql_stmt_bind_param", mysql_stmt_error(st));
+    }
+}
+
+/* Overwrites the stack where bind_from_stack's frame was. */
+static void __attribute__((noinline)) stack_scribble(void)
+{
+    volatile unsigned char junk[4096];
+    for (size_t i = 0; i < sizeof junk; i++) {
+        junk[i] = 0xa5;
+    }
+}
+
+static void run_mysql_bind(void)
+{
+    MYSQL *m = my_connect(false);
+    const char *create = "CREATE TEMPORARY TABLE t (id INT, name VARCHAR(20))";
+    if (mysql_query(m, create) != 0) {
+        fail("CREATE", mysql_error(m));
+    }
+    MYSQL_STMT *st = mysql_stmt_init(m);
+    const char *insert = "INSERT INTO t VALUES (?, ?)";
+    if (mysql_stmt_prepare(st, insert, strlen(insert)) != 0) {
+        fail("mysql_stmt_prepare", mysql_stmt_error(st));
+    }
+    bind_id = 7;
+    memcpy(bind_name, "seven", 5);
+    bind_from_stack(st);
+    stack_scribble();
+    if (mysql_stmt_execute(st) != 0) {
+        fail("mysql_stmt_execute", mysql_stmt_error(st));
+    }
+    bind_id = 8;
+    memcpy(bind_name, "eight", 5);
+    stack_scribble();
+    if (mysql_stmt_execute(st) != 0) {
+        fail("the second mysql_stmt_execute", mysql_stmt_error(st));
+    }
+    mysql_stmt_close(st);
+    mysql_close(m);
+}
+
 /* ---- Redis: 7 exit spans --------------------------------------------------------------- */
 
 static void redis_expect(redisReply *r, int type, const char *what)
@@ -315,6 +376,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         run_pq();
     } else if (strcmp(url, "/mysql") == 0) {
         run_mysql();
+    } else if (strcmp(url, "/mysql-bind") == 0) {
+        run_mysql_bind();
     } else if (strcmp(url, "/redis") == 0) {
         run_redis();
     } else if (strcmp(url, "/redis-auth") == 0) {
@@ -338,7 +401,7 @@ static size_t body_discard(char *data, size_t size, size_t n, void *user)
 int main(int argc, char **argv)
 {
     if (argc != 2) {
-        fprintf(stderr, "usage: pl_db pq|mysql|redis|redis-auth\n");
+        fprintf(stderr, "usage: pl_db pq|mysql|mysql-bind|redis|redis-auth\n");
         return 2;
     }
     curl_global_init(CURL_GLOBAL_DEFAULT);

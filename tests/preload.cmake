@@ -37,6 +37,19 @@ if(NOT SW_SANITIZE)
     PL_SERVER="$<TARGET_FILE:pl_server>")
   add_dependencies(test_preload skywalking-preload pl_server)
 
+  # A forking server whose parent runs the gRPC reporter: its children cannot use gRPC and run
+  # untraced, the parent reports all its segments (agent/src/report/grpc_reporter.c).
+  sw_add_unit_test(test_preload_grpc_fork
+    SOURCES integration/test_preload_grpc_fork.c integration/preload/pl_support.c
+    LIBS skywalking swproto
+    LABELS "preload;grpc"
+    TIMEOUT 600)
+  target_compile_definitions(test_preload_grpc_fork PRIVATE
+    PL_PRELOAD_LIB="$<TARGET_FILE:skywalking-preload>"
+    PL_SERVER="$<TARGET_FILE:pl_server>"
+    SW_TEST_GRPC_COLLECTOR="${CMAKE_CURRENT_SOURCE_DIR}/support/grpc_collector.py")
+  add_dependencies(test_preload_grpc_fork skywalking-preload pl_server)
+
   # W3C Trace Context between preloaded programs and an OpenTelemetry-traced Python service
   # (the project's venv, scripts/fetch-tools.sh).
   sw_add_unit_test(test_preload_w3c

@@ -301,10 +301,11 @@ static void reply_error_message(const void *reply, const char **msg, size_t *len
    repeat its arguments: "Error in ACL SETUSER modifier '...'"). */
 static const char secret_reply[] = "(not shown: the reply to a command with a password)";
 
-/* Ends the active span with the outcome of a call that returned `reply` on c; `secret`: the
-   command may carry a password (sw__cache_command_secret), its error reply is not recorded. */
-SW__HOT static void span_end(const redisContext *c, bool secret, const void *reply,
-                             bool call_failed)
+/* Ends the active span with the outcome of a call of command `cmd` that returned `reply` on c.
+   The error reply to a command that may carry a password (sw__cache_command_secret) is not
+   recorded. */
+SW__HOT static void span_end(const redisContext *c, const char *cmd, size_t cmd_len,
+                             const void *reply, bool call_failed)
 {
     if (reply == NULL && call_failed) {
         sw__db_span_error("Redis", c->errstr, strnlen(c->errstr, sizeof c->errstr));
@@ -312,7 +313,7 @@ SW__HOT static void span_end(const redisContext *c, bool secret, const void *rep
         const char *msg;
         size_t len;
         reply_error_message(reply, &msg, &len);
-        if (secret) {
+        if (sw__cache_command_secret(cmd, cmd_len)) {
             msg = secret_reply;
             len = sizeof secret_reply - 1;
         }
@@ -339,12 +340,14 @@ SW__HOT static void *command_traced(redisContext *c, const char *format, va_list
         return real(c, format, ap);
     }
     span_begin(c, &v, 0);
-    bool secret = sw__cache_command_secret(v.cmd, v.cmd_len);
+    char cmd[CMD_MAX];
+    size_t cmd_len = v.cmd_len < CMD_MAX ? v.cmd_len : CMD_MAX;
+    memcpy(cmd, v.cmd, cmd_len);
     formatted_free(formatted); /* v points into it */
     in_call = true;
     void *reply = real(c, format, ap);
     in_call = false;
-    span_end(c, secret, reply, reply == NULL && c->err != 0);
+    span_end(c, cmd, cmd_len, reply, reply == NULL && c->err != 0);
     return reply;
 }
 
@@ -377,7 +380,7 @@ SW__HOT void *redisCommandArgv(redisContext *c, int argc, const char **argv, con
     in_call = true;
     void *reply = real(c, argc, argv, argvlen);
     in_call = false;
-    span_end(c, sw__cache_command_secret(v.cmd, v.cmd_len), reply, reply == NULL && c->err != 0);
+    span_end(c, v.cmd, v.cmd_len, reply, reply == NULL && c->err != 0);
     return reply;
 }
 
@@ -534,8 +537,7 @@ SW__HOT int redisGetReply(redisContext *c, void **reply)
     }
     command_view_t v = {p->cmd, p->has_key ? p->key : NULL, p->cmd_len, p->key_len};
     span_begin(c, &v, p->start_ms);
-    span_end(c, sw__cache_command_secret(v.cmd, v.cmd_len), rc == REDIS_OK ? r : NULL,
-             rc != REDIS_OK);
+    span_end(c, v.cmd, v.cmd_len, rc == REDIS_OK ? r : NULL, rc != REDIS_OK);
     free(p);
     return rc;
 }

@@ -24,7 +24,7 @@ pkg_check_modules(PL_MARIADB REQUIRED IMPORTED_TARGET libmariadb)
 pkg_check_modules(PL_HIREDIS REQUIRED IMPORTED_TARGET hiredis)
 
 # An ordinary service linking libpq, libmariadb and hiredis dynamically.
-add_executable(pl_db integration/preload/pl_db.c)
+add_executable(pl_db integration/preload/pl_db.c integration/preload/pl_db_conn.c)
 target_link_libraries(pl_db PRIVATE PkgConfig::PL_CURL PkgConfig::PL_MHD PkgConfig::PL_PQ
   PkgConfig::PL_MARIADB PkgConfig::PL_HIREDIS)
 sw_target_defaults(pl_db)
@@ -50,7 +50,7 @@ endif()
 
 # Forks while another thread is held inside a plugin's critical section (its own calloc holds
 # it there; exported so that the preload library's calls reach it).
-add_executable(pl_fork integration/preload/pl_fork.c)
+add_executable(pl_fork integration/preload/pl_fork.c integration/preload/pl_db_conn.c)
 target_link_libraries(pl_fork PRIVATE PkgConfig::PL_CURL PkgConfig::PL_MHD PkgConfig::PL_PQ
   PkgConfig::PL_MARIADB PkgConfig::PL_HIREDIS Threads::Threads ${CMAKE_DL_LIBS})
 set_target_properties(pl_fork PROPERTIES ENABLE_EXPORTS ON)

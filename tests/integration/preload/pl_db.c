@@ -25,50 +25,23 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "pl_db_conn.h"
+
 #define WAIT_MS 20000
 
-static bool failed;
-
-static void fail(const char *what, const char *detail)
-{
-    fprintf(stderr, "pl_db: %s: %s\n", what, detail != NULL ? detail : "");
-    failed = true;
-}
-
-static const char *env(const char *name)
-{
-    const char *v = getenv(name);
-    if (v == NULL) {
-        fail("missing environment", name);
-    }
-    return v != NULL ? v : "";
-}
-
 /* ---- PostgreSQL: 9 exit spans ---------------------------------------------------------- */
-
-static PGconn *pq_connect(const char *host)
-{
-    char info[512];
-    snprintf(info, sizeof info, "host=%s port=%s dbname=swtest user=postgres connect_timeout=20",
-             host, env("SW_TEST_PG_PORT"));
-    PGconn *c = PQconnectdb(info);
-    if (PQstatus(c) != CONNECTION_OK) {
-        fail("PQconnectdb", PQerrorMessage(c));
-    }
-    return c;
-}
 
 static void pq_expect(PGresult *r, ExecStatusType want, const char *what)
 {
     if (PQresultStatus(r) != want) {
-        fail(what, PQresultErrorMessage(r));
+        pl_db_fail(what, PQresultErrorMessage(r));
     }
     PQclear(r);
 }
 
 static void run_pq(void)
 {
-    PGconn *c = pq_connect(env("SW_TEST_PG_SOCKDIR"));
+    PGconn *c = pl_db_pq_connect(pl_db_env("SW_TEST_PG_SOCKDIR"));
     pq_expect(PQexec(c, "SELECT 1"), PGRES_TUPLES_OK, "SELECT 1");
     pq_expect(PQexec(c, "CREATE TEMP TABLE t (id int, name text)"), PGRES_COMMAND_OK, "CREATE");
     const char *values[2] = {"7", "seven"};
@@ -80,38 +53,25 @@ static void run_pq(void)
               "PQexecPrepared");
     pq_expect(PQexec(c, "SELECT * FROM no_such_table"), PGRES_FATAL_ERROR, "the failing SELECT");
     if (PQsendQuery(c, "SELECT 2; SELECT 3") != 1) {
-        fail("PQsendQuery", PQerrorMessage(c));
+        pl_db_fail("PQsendQuery", PQerrorMessage(c));
     }
     int results = 0;
     for (PGresult *r; (r = PQgetResult(c)) != NULL; results++) {
         PQclear(r);
     }
     if (results != 2) {
-        fail("PQgetResult", "expected 2 results");
+        pl_db_fail("PQgetResult", "expected 2 results");
     }
     char longsql[200];
     snprintf(longsql, sizeof longsql, "SELECT '%0100d'", 0);
     pq_expect(PQexec(c, longsql), PGRES_TUPLES_OK, "the long SELECT");
     PQfinish(c);
-    PGconn *tcp = pq_connect("127.0.0.1");
+    PGconn *tcp = pl_db_pq_connect("127.0.0.1");
     pq_expect(PQexec(tcp, "SELECT 1"), PGRES_TUPLES_OK, "SELECT 1 over TCP");
     PQfinish(tcp);
 }
 
 /* ---- MariaDB: 7 exit spans ------------------------------------------------------------- */
-
-static MYSQL *my_connect(bool tcp)
-{
-    MYSQL *m = mysql_init(NULL);
-    unsigned timeout = 20;
-    mysql_options(m, MYSQL_OPT_CONNECT_TIMEOUT, &timeout);
-    if (mysql_real_connect(m, tcp ? "127.0.0.1" : "localhost", "root", NULL, "swtest",
-                           tcp ? (unsigned)atoi(env("SW_TEST_MY_PORT")) : 0,
-                           tcp ? NULL : env("SW_TEST_MY_SOCKET"), 0) == NULL) {
-        fail("mysql_real_connect", mysql_error(m));
-    }
-    return m;
-}
 
 static void my_drain(MYSQL *m)
 {
@@ -123,19 +83,19 @@ static void my_drain(MYSQL *m)
 
 static void run_mysql(void)
 {
-    MYSQL *m = my_connect(false);
+    MYSQL *m = pl_db_my_connect(false);
     if (mysql_query(m, "SELECT 1") != 0) {
-        fail("SELECT 1", mysql_error(m));
+        pl_db_fail("SELECT 1", mysql_error(m));
     }
     my_drain(m);
     const char *create = "CREATE TEMPORARY TABLE t (id INT, name VARCHAR(20))";
     if (mysql_real_query(m, create, strlen(create)) != 0) {
-        fail("CREATE", mysql_error(m));
+        pl_db_fail("CREATE", mysql_error(m));
     }
     MYSQL_STMT *st = mysql_stmt_init(m);
     const char *insert = "INSERT INTO t VALUES (?, ?)";
     if (mysql_stmt_prepare(st, insert, strlen(insert)) != 0) {
-        fail("mysql_stmt_prepare", mysql_stmt_error(st));
+        pl_db_fail("mysql_stmt_prepare", mysql_stmt_error(st));
     }
     int id = 7;
     unsigned long name_len = 5;
@@ -148,21 +108,21 @@ static void run_mysql(void)
     b[1].buffer_length = name_len;
     b[1].length = &name_len;
     if (mysql_stmt_bind_param(st, b) != 0 || mysql_stmt_execute(st) != 0) {
-        fail("mysql_stmt_execute", mysql_stmt_error(st));
+        pl_db_fail("mysql_stmt_execute", mysql_stmt_error(st));
     }
     mysql_stmt_close(st);
     if (mysql_query(m, "SELECT * FROM no_such_table") == 0) {
-        fail("the failing SELECT", "succeeded");
+        pl_db_fail("the failing SELECT", "succeeded");
     }
     const char *two = "SELECT 2";
     if (mysql_send_query(m, two, strlen(two)) != 0 || mysql_read_query_result(m) != 0) {
-        fail("mysql_send_query", mysql_error(m));
+        pl_db_fail("mysql_send_query", mysql_error(m));
     }
     my_drain(m);
     mysql_close(m);
-    MYSQL *tcp = my_connect(true);
+    MYSQL *tcp = pl_db_my_connect(true);
     if (mysql_query(tcp, "SELECT 1") != 0) {
-        fail("SELECT 1 over TCP", mysql_error(tcp));
+        pl_db_fail("SELECT 1 over TCP", mysql_error(tcp));
     }
     my_drain(tcp);
     mysql_close(tcp);
@@ -187,7 +147,7 @@ static void __attribute__((noinline)) bind_from_stack(MYSQL_STMT *st)
     b[1].buffer = bind_name;
     b[1].buffer_length = 5;
     if (mysql_stmt_bind_param(st, b) != 0) {
-        fail("mysql_stmt_bind_param", mysql_stmt_error(st));
+        pl_db_fail("mysql_stmt_bind_param", mysql_stmt_error(st));
     }
 }
 
@@ -202,28 +162,28 @@ static void __attribute__((noinline)) stack_scribble(void)
 
 static void run_mysql_bind(void)
 {
-    MYSQL *m = my_connect(false);
+    MYSQL *m = pl_db_my_connect(false);
     const char *create = "CREATE TEMPORARY TABLE t (id INT, name VARCHAR(20))";
     if (mysql_query(m, create) != 0) {
-        fail("CREATE", mysql_error(m));
+        pl_db_fail("CREATE", mysql_error(m));
     }
     MYSQL_STMT *st = mysql_stmt_init(m);
     const char *insert = "INSERT INTO t VALUES (?, ?)";
     if (mysql_stmt_prepare(st, insert, strlen(insert)) != 0) {
-        fail("mysql_stmt_prepare", mysql_stmt_error(st));
+        pl_db_fail("mysql_stmt_prepare", mysql_stmt_error(st));
     }
     bind_id = 7;
     memcpy(bind_name, "seven", 5);
     bind_from_stack(st);
     stack_scribble();
     if (mysql_stmt_execute(st) != 0) {
-        fail("mysql_stmt_execute", mysql_stmt_error(st));
+        pl_db_fail("mysql_stmt_execute", mysql_stmt_error(st));
     }
     bind_id = 8;
     memcpy(bind_name, "eight", 5);
     stack_scribble();
     if (mysql_stmt_execute(st) != 0) {
-        fail("the second mysql_stmt_execute", mysql_stmt_error(st));
+        pl_db_fail("the second mysql_stmt_execute", mysql_stmt_error(st));
     }
     mysql_stmt_close(st);
     mysql_close(m);
@@ -234,7 +194,7 @@ static void run_mysql_bind(void)
 static void redis_expect(redisReply *r, int type, const char *what)
 {
     if (r == NULL || r->type != type) {
-        fail(what, r != NULL && r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+        pl_db_fail(what, r != NULL && r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
     }
     if (r != NULL) {
         freeReplyObject(r);
@@ -249,11 +209,11 @@ static void redis_append_empty(redisContext *c)
     char *m =
         mmap(NULL, (size_t)page * 2, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m == MAP_FAILED || mprotect(m + page, (size_t)page, PROT_NONE) != 0) {
-        fail("mmap", "no guard page");
+        pl_db_fail("mmap", "no guard page");
         return;
     }
     if (redisAppendFormattedCommand(c, m + page, 0) != REDIS_OK) {
-        fail("redisAppendFormattedCommand of 0 bytes", c->errstr);
+        pl_db_fail("redisAppendFormattedCommand of 0 bytes", c->errstr);
     }
     munmap(m, (size_t)page * 2);
 }
@@ -261,9 +221,8 @@ static void redis_append_empty(redisContext *c)
 static void run_redis(void)
 {
     struct timeval tv = {20, 0};
-    redisContext *c = redisConnectWithTimeout("127.0.0.1", atoi(env("SW_TEST_REDIS_PORT")), tv);
+    redisContext *c = pl_db_redis_connect("SW_TEST_REDIS_PORT");
     if (c == NULL || c->err) {
-        fail("redisConnect", c != NULL ? c->errstr : "no memory");
         return;
     }
     redis_expect(redisCommand(c, "SET k %s", "v"), REDIS_REPLY_STATUS, "SET");
@@ -275,20 +234,20 @@ static void run_redis(void)
     redisAppendCommand(c, "DEL k");
     void *r;
     if (redisGetReply(c, &r) != REDIS_OK) {
-        fail("redisGetReply", c->errstr);
+        pl_db_fail("redisGetReply", c->errstr);
     } else {
         redis_expect(r, REDIS_REPLY_STRING, "pipelined GET");
     }
     if (redisGetReply(c, &r) != REDIS_OK) {
-        fail("redisGetReply", c->errstr);
+        pl_db_fail("redisGetReply", c->errstr);
     } else {
         redis_expect(r, REDIS_REPLY_INTEGER, "pipelined DEL");
     }
     redis_append_empty(c);
     redisFree(c);
-    redisContext *u = redisConnectUnixWithTimeout(env("SW_TEST_REDIS_SOCKET"), tv);
+    redisContext *u = redisConnectUnixWithTimeout(pl_db_env("SW_TEST_REDIS_SOCKET"), tv);
     if (u == NULL || u->err) {
-        fail("redisConnectUnix", u != NULL ? u->errstr : "no memory");
+        pl_db_fail("redisConnectUnix", u != NULL ? u->errstr : "no memory");
         return;
     }
     redis_expect(redisCommand(u, "PING"), REDIS_REPLY_STATUS, "PING");
@@ -306,7 +265,7 @@ static void redis_auth_append_check(redisContext *c, const char *what)
 {
     void *r;
     if (redisGetReply(c, &r) != REDIS_OK) {
-        fail(what, c->errstr);
+        pl_db_fail(what, c->errstr);
     } else {
         redis_expect(r, REDIS_REPLY_STATUS, what);
     }
@@ -314,14 +273,11 @@ static void redis_auth_append_check(redisContext *c, const char *what)
 
 static void run_redis_auth(void)
 {
-    struct timeval tv = {20, 0};
-    redisContext *c =
-        redisConnectWithTimeout("127.0.0.1", atoi(env("SW_TEST_REDIS_AUTH_PORT")), tv);
+    redisContext *c = pl_db_redis_connect("SW_TEST_REDIS_AUTH_PORT");
     if (c == NULL || c->err) {
-        fail("redisConnect", c != NULL ? c->errstr : "no memory");
         return;
     }
-    const char *pw = env("SW_TEST_REDIS_PASSWORD");
+    const char *pw = pl_db_env("SW_TEST_REDIS_PASSWORD");
     char literal[256];
     snprintf(literal, sizeof literal, "AUTH %s", pw); /* hex: no '%' in it */
     const char *argv[] = {"AUTH", pw};
@@ -334,7 +290,7 @@ static void run_redis_auth(void)
     if (redisAppendCommand(c, "AUTH %s", pw) != REDIS_OK ||
         redisAppendCommandArgv(c, 2, argv, NULL) != REDIS_OK || len <= 0 ||
         redisAppendFormattedCommand(c, formatted, (size_t)len) != REDIS_OK) {
-        fail("appending AUTH", c->errstr);
+        pl_db_fail("appending AUTH", c->errstr);
     }
     redisFreeCommand(formatted);
     redis_auth_append_check(c, "appended AUTH %s");
@@ -383,11 +339,11 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     } else if (strcmp(url, "/redis-auth") == 0) {
         run_redis_auth();
     } else {
-        fail("unknown path", url);
+        pl_db_fail("unknown path", url);
     }
     struct MHD_Response *r =
         MHD_create_response_from_buffer(2, (void *)"ok", MHD_RESPMEM_PERSISTENT);
-    enum MHD_Result rc = MHD_queue_response(c, failed ? 500 : 200, r);
+    enum MHD_Result rc = MHD_queue_response(c, pl_db_failed ? 500 : 200, r);
     MHD_destroy_response(r);
     return rc;
 }

@@ -40,26 +40,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "pl_db_conn.h"
+
 #define WAIT_MS 60000
 
 extern void *__libc_calloc(size_t n, size_t size);
-
-static bool failed;
-
-static void fail(const char *what, const char *detail)
-{
-    fprintf(stderr, "pl_fork[%d]: %s: %s\n", (int)getpid(), what, detail != NULL ? detail : "");
-    failed = true;
-}
-
-static const char *env(const char *name)
-{
-    const char *v = getenv(name);
-    if (v == NULL) {
-        fail("missing environment", name);
-    }
-    return v != NULL ? v : "";
-}
 
 static int64_t now_ms(void)
 {
@@ -123,14 +108,14 @@ static void trap_hold(void)
     int64_t deadline = now_ms() + WAIT_MS;
     while (!atomic_load_explicit(&forking, memory_order_acquire)) {
         if (now_ms() > deadline) {
-            fail("trap", "the main thread did not start its fork");
+            pl_db_fail("trap", "the main thread did not start its fork");
             return;
         }
         pause_1ms();
     }
     while (!atomic_load_explicit(&forked, memory_order_acquire) && !main_waits_in_preload()) {
         if (now_ms() > deadline) {
-            fail("trap", "the main thread neither forked nor waited on a plugin lock");
+            pl_db_fail("trap", "the main thread neither forked nor waited on a plugin lock");
             return;
         }
         pause_1ms();
@@ -163,36 +148,7 @@ typedef struct handles {
 
 static redisContext *redis_open(void)
 {
-    struct timeval tv = {20, 0};
-    redisContext *c = redisConnectWithTimeout("127.0.0.1", atoi(env("SW_TEST_REDIS_PORT")), tv);
-    if (c == NULL || c->err) {
-        fail("redisConnect", c != NULL ? c->errstr : "no memory");
-    }
-    return c;
-}
-
-static PGconn *pq_open(void)
-{
-    char info[512];
-    snprintf(info, sizeof info, "host=%s port=%s dbname=swtest user=postgres connect_timeout=20",
-             env("SW_TEST_PG_SOCKDIR"), env("SW_TEST_PG_PORT"));
-    PGconn *c = PQconnectdb(info);
-    if (PQstatus(c) != CONNECTION_OK) {
-        fail("PQconnectdb", PQerrorMessage(c));
-    }
-    return c;
-}
-
-static MYSQL *my_open(void)
-{
-    MYSQL *m = mysql_init(NULL);
-    unsigned timeout = 20;
-    mysql_options(m, MYSQL_OPT_CONNECT_TIMEOUT, &timeout);
-    if (mysql_real_connect(m, "localhost", "root", NULL, "swtest", 0, env("SW_TEST_MY_SOCKET"),
-                           0) == NULL) {
-        fail("mysql_real_connect", mysql_error(m));
-    }
-    return m;
+    return pl_db_redis_connect("SW_TEST_REDIS_PORT");
 }
 
 static void handles_close(handles_t *h)
@@ -228,7 +184,7 @@ static struct MHD_Daemon *server_start(char *base, size_t size)
         MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG, 0,
         NULL, NULL, answer, NULL, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30, MHD_OPTION_END);
     if (d == NULL) {
-        fail("MHD_start_daemon", "failed");
+        pl_db_fail("MHD_start_daemon", "failed");
         return NULL;
     }
     snprintf(base, size, "http://127.0.0.1:%u",
@@ -262,7 +218,7 @@ static void child_http(void)
     curl_prepare(h, url);
     CURLcode rc = curl_easy_perform(h);
     if (rc != CURLE_OK) {
-        fail("curl_easy_perform", curl_easy_strerror(rc));
+        pl_db_fail("curl_easy_perform", curl_easy_strerror(rc));
     }
     curl_easy_cleanup(h);
     CURLM *m = curl_multi_init();
@@ -279,7 +235,7 @@ static void child_http(void)
         done += msg->msg == CURLMSG_DONE && msg->data.result == CURLE_OK;
     }
     if (done != 1) {
-        fail("curl multi", "the transfer did not complete");
+        pl_db_fail("curl multi", "the transfer did not complete");
     }
     curl_multi_remove_handle(m, e);
     curl_easy_cleanup(e);
@@ -297,25 +253,25 @@ static void child_run(handles_t *h)
         void *r = NULL;
         if (redisAppendCommand(c, "SET forkkey %s", "v") != REDIS_OK ||
             redisGetReply(c, &r) != REDIS_OK) {
-            fail("SET forkkey", c->errstr);
+            pl_db_fail("SET forkkey", c->errstr);
         }
         if (r != NULL) {
             freeReplyObject(r);
         }
     }
     redisFree(c);
-    PGconn *pq = pq_open();
+    PGconn *pq = pl_db_pq_connect(pl_db_env("SW_TEST_PG_SOCKDIR"));
     if (PQsendQuery(pq, "SELECT 'fork'") != 1) {
-        fail("PQsendQuery", PQerrorMessage(pq));
+        pl_db_fail("PQsendQuery", PQerrorMessage(pq));
     }
     for (PGresult *r; (r = PQgetResult(pq)) != NULL;) {
         PQclear(r);
     }
     PQfinish(pq);
-    MYSQL *my = my_open();
+    MYSQL *my = pl_db_my_connect(false);
     const char *q = "SELECT 'fork'";
     if (mysql_send_query(my, q, strlen(q)) != 0 || mysql_read_query_result(my) != 0) {
-        fail("mysql_send_query", mysql_error(my));
+        pl_db_fail("mysql_send_query", mysql_error(my));
     }
     MYSQL_RES *res = mysql_store_result(my);
     if (res != NULL) {
@@ -359,7 +315,7 @@ static void *thread_a(void *arg)
     }
     if (trap_armed) {
         trap_armed = false;
-        fail(plugin_names[job->plugin], "the call allocated nothing in the preload library");
+        pl_db_fail(plugin_names[job->plugin], "the call allocated nothing in the preload library");
         atomic_store_explicit(&trap_inside, true, memory_order_release); /* let main go on */
     }
     return NULL;
@@ -382,21 +338,22 @@ static void child_wait(pid_t pid, const char *plugin)
                      "the child forked while a thread was inside the %s plugin's lock did not "
                      "finish within %d ms (the lock inherited held?): killed",
                      plugin, WAIT_MS);
-            fail("child", msg);
+            pl_db_fail("child", msg);
             return;
         }
         pause_1ms();
     }
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        fail("child", WIFSIGNALED(status) ? "killed by a signal" : "exited non-zero");
+        pl_db_fail("child", WIFSIGNALED(status) ? "killed by a signal" : "exited non-zero");
     }
 }
 
 static void run_case(plugin_t p, const char *url)
 {
-    handles_t h = {redis_open(), pq_open(), my_open(), curl_easy_init(), ""};
+    handles_t h = {redis_open(), pl_db_pq_connect(pl_db_env("SW_TEST_PG_SOCKDIR")),
+                   pl_db_my_connect(false), curl_easy_init(), ""};
     snprintf(h.url, sizeof h.url, "%s/case", url);
-    if (failed) {
+    if (pl_db_failed) {
         return;
     }
     atomic_store_explicit(&trap_inside, false, memory_order_relaxed);
@@ -405,13 +362,13 @@ static void run_case(plugin_t p, const char *url)
     a_job_t job = {p, &h};
     pthread_t a;
     if (pthread_create(&a, NULL, thread_a, &job) != 0) {
-        fail("pthread_create", plugin_names[p]);
+        pl_db_fail("pthread_create", plugin_names[p]);
         return;
     }
     for (int64_t deadline = now_ms() + WAIT_MS;
          !atomic_load_explicit(&trap_inside, memory_order_acquire);) {
         if (now_ms() > deadline) {
-            fail("thread A", "never reached the plugin's section");
+            pl_db_fail("thread A", "never reached the plugin's section");
             break;
         }
         pause_1ms();
@@ -420,11 +377,11 @@ static void run_case(plugin_t p, const char *url)
     pid_t pid = fork();
     if (pid == 0) {
         child_run(&h);
-        exit(failed ? 1 : 0);
+        exit(pl_db_failed ? 1 : 0);
     }
     pthread_join(a, NULL);
     if (pid < 0) {
-        fail("fork", plugin_names[p]);
+        pl_db_fail("fork", plugin_names[p]);
     } else {
         child_wait(pid, plugin_names[p]);
     }
@@ -442,10 +399,10 @@ int main(void)
         return 1;
     }
     pthread_atfork(NULL, after_fork_parent, NULL);
-    for (plugin_t p = 0; p < P_COUNT && !failed; p++) {
+    for (plugin_t p = 0; p < P_COUNT && !pl_db_failed; p++) {
         run_case(p, base);
     }
     MHD_stop_daemon(d);
     curl_global_cleanup();
-    return failed ? 1 : 0;
+    return pl_db_failed ? 1 : 0;
 }

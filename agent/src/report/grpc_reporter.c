@@ -133,7 +133,11 @@ int sw__grpc_reporter_create(const sw_config_t *cfg, sw__report_counters_t *coun
         /* gRPC core's threads (timers, executor, event engine) do not exist in a forked child,
            and its epoll set is shared with the parent: a child that used it could hang, and
            could make the parent read events of the child's sockets (and crash). gRPC's own fork
-           support needs every thread out of gRPC at fork, which a running reporter is not. */
+           support does not help with Debian's gRPC 1.51: grpc_prefork skips its work while
+           another thread is inside gRPC (the reporter's threads wait in calls), and even with
+           every agent thread held out of gRPC around fork (GRPC_ENABLE_FORK_SUPPORT=1, the
+           handlers called by their C++ names) the event engine's fork handlers are compiled
+           out, so a child's new channels never connect (tried: DEADLINE_EXCEEDED). */
         swc__errbuf_printf(errbuf, errlen,
                            "SW_REPORTER=grpc: this process was forked from one whose agent runs "
                            "gRPC, which cannot be used after fork; a forked child of a traced "

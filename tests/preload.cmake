@@ -26,29 +26,36 @@ sw_add_unit_test(test_preload_cyg
 target_compile_definitions(test_preload_cyg PRIVATE PL_CYG="$<TARGET_FILE:pl_cyg>")
 add_dependencies(test_preload_cyg pl_cyg)
 
-if(NOT SW_SANITIZE)
-  sw_add_unit_test(test_preload
-    SOURCES integration/test_preload.c integration/preload/pl_support.c
-    LIBS swproto
-    LABELS preload
+# sw_add_preload_test(NAME [LIBS lib...] [LABELS label...] [DEFS def...]): the criterion test
+# integration/NAME.c (with pl_support.c), which runs pl_server under libskywalking-preload.so.
+function(sw_add_preload_test name)
+  cmake_parse_arguments(P "" "" "LIBS;LABELS;DEFS" ${ARGN})
+  sw_add_unit_test(${name}
+    SOURCES integration/${name}.c integration/preload/pl_support.c
+    LIBS swproto ${P_LIBS}
+    LABELS ${P_LABELS}
     TIMEOUT 600)
-  target_compile_definitions(test_preload PRIVATE
+  target_compile_definitions(${name} PRIVATE
     PL_PRELOAD_LIB="$<TARGET_FILE:skywalking-preload>"
-    PL_SERVER="$<TARGET_FILE:pl_server>")
-  add_dependencies(test_preload skywalking-preload pl_server)
+    PL_SERVER="$<TARGET_FILE:pl_server>" ${P_DEFS})
+  add_dependencies(${name} skywalking-preload pl_server)
+endfunction()
+
+if(NOT SW_SANITIZE)
+  sw_add_preload_test(test_preload LABELS preload)
+
+  # A forking server whose parent runs the gRPC reporter: its children cannot use gRPC and run
+  # untraced, the parent reports all its segments (agent/src/report/grpc_reporter.c).
+  sw_add_preload_test(test_preload_grpc_fork
+    LIBS skywalking
+    LABELS preload grpc
+    DEFS SW_TEST_GRPC_COLLECTOR="${CMAKE_CURRENT_SOURCE_DIR}/support/grpc_collector.py")
 
   # W3C Trace Context between preloaded programs and an OpenTelemetry-traced Python service
   # (the project's venv, scripts/fetch-tools.sh).
-  sw_add_unit_test(test_preload_w3c
-    SOURCES integration/test_preload_w3c.c integration/preload/pl_support.c
-    LIBS swproto
+  sw_add_preload_test(test_preload_w3c
     LABELS preload
-    TIMEOUT 600)
-  target_compile_definitions(test_preload_w3c PRIVATE
-    PL_PRELOAD_LIB="$<TARGET_FILE:skywalking-preload>"
-    PL_SERVER="$<TARGET_FILE:pl_server>"
-    OTEL_HOP="${CMAKE_CURRENT_SOURCE_DIR}/support/otel_hop.py")
-  add_dependencies(test_preload_w3c skywalking-preload pl_server)
+    DEFS OTEL_HOP="${CMAKE_CURRENT_SOURCE_DIR}/support/otel_hop.py")
   # syslog(3) lines of an unmodified program to the gRPC collector (SW_PLUGIN_SYSLOG=true).
   add_executable(pl_syslog integration/preload/pl_syslog.c)
   sw_target_defaults(pl_syslog)

@@ -10,7 +10,6 @@
  * and the caller's list set back before the temporary one is freed: the caller's list is
  * never modified. The multi interface is in preload_curl_multi.c.
  */
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -20,6 +19,7 @@
 #include "../src/core/span_instrument.h"
 #include "../src/core/propagate.h"
 #include "preload.h"
+#include "preload_lock.h"
 #include "preload_curl.h"
 #include "preload_handle_map.h"
 
@@ -34,27 +34,10 @@ typedef struct handle_info {
 } handle_info_t;
 
 /* What this library knows about each easy handle; global because libcurl gives no place to
-   keep it. handles_lock protects the buckets and every node. */
-static pthread_mutex_t handles_lock = PTHREAD_MUTEX_INITIALIZER;
+   keep it. SW__PLUGIN_LOCK_CURL (preload_lock.h) protects the buckets and every node. */
 static sw__handle_map_t handles;
-static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
-static void handles_fork_prepare(void)
-{
-    pthread_mutex_lock(&handles_lock);
-}
-
-static void handles_fork_release(void)
-{
-    pthread_mutex_unlock(&handles_lock);
-}
-
-static void atfork_register(void)
-{
-    (void)pthread_atfork(handles_fork_prepare, handles_fork_release, handles_fork_release);
-}
-
-/* The node of h, created when `create`; handles_lock held. */
+/* The node of h, created when `create`; SW__PLUGIN_LOCK_CURL held. */
 static handle_info_t *info_find(CURL *h, bool create)
 {
     if (create) {
@@ -63,7 +46,7 @@ static handle_info_t *info_find(CURL *h, bool create)
     return (handle_info_t *)sw__handle_map_find(&handles, h);
 }
 
-/* Removes h's node; handles_lock held. */
+/* Removes h's node; SW__PLUGIN_LOCK_CURL held. */
 static void info_remove(CURL *h)
 {
     handle_info_t *i = (handle_info_t *)sw__handle_map_take(&handles, h);
@@ -78,8 +61,7 @@ static void remember(CURL *h, CURLoption opt, void *value)
     if (opt != CURLOPT_HTTPHEADER && opt != CURLOPT_URL) {
         return;
     }
-    pthread_once(&atfork_once, atfork_register);
-    pthread_mutex_lock(&handles_lock);
+    sw__plugin_lock(SW__PLUGIN_LOCK_CURL);
     handle_info_t *i = info_find(h, true);
     if (i != NULL && opt == CURLOPT_HTTPHEADER) {
         i->headers = value;
@@ -87,7 +69,7 @@ static void remember(CURL *h, CURLoption opt, void *value)
         free(i->url);
         i->url = value != NULL ? strdup(value) : NULL;
     }
-    pthread_mutex_unlock(&handles_lock);
+    sw__plugin_unlock(SW__PLUGIN_LOCK_CURL);
 }
 
 CURLcode curl_easy_setopt(CURL *h, CURLoption opt, ...)
@@ -123,9 +105,9 @@ void curl_easy_cleanup(CURL *h)
 {
     void (*real)(CURL *);
     SW__PRELOAD_REAL(real, "curl_easy_cleanup");
-    pthread_mutex_lock(&handles_lock);
+    sw__plugin_lock(SW__PLUGIN_LOCK_CURL);
     info_remove(h);
-    pthread_mutex_unlock(&handles_lock);
+    sw__plugin_unlock(SW__PLUGIN_LOCK_CURL);
     if (real != NULL) {
         real(h);
     }
@@ -135,9 +117,9 @@ void curl_easy_reset(CURL *h)
 {
     void (*real)(CURL *);
     SW__PRELOAD_REAL(real, "curl_easy_reset");
-    pthread_mutex_lock(&handles_lock);
+    sw__plugin_lock(SW__PLUGIN_LOCK_CURL);
     info_remove(h);
-    pthread_mutex_unlock(&handles_lock);
+    sw__plugin_unlock(SW__PLUGIN_LOCK_CURL);
     if (real != NULL) {
         real(h);
     }
@@ -154,7 +136,7 @@ CURL *curl_easy_duphandle(CURL *h)
     if (dup == NULL) {
         return NULL;
     }
-    pthread_mutex_lock(&handles_lock);
+    sw__plugin_lock(SW__PLUGIN_LOCK_CURL);
     handle_info_t *from = info_find(h, false);
     if (from != NULL) {
         handle_info_t *to = info_find(dup, true);
@@ -163,7 +145,7 @@ CURL *curl_easy_duphandle(CURL *h)
             to->url = from->url != NULL ? strdup(from->url) : NULL;
         }
     }
-    pthread_mutex_unlock(&handles_lock);
+    sw__plugin_unlock(SW__PLUGIN_LOCK_CURL);
     return dup;
 }
 
@@ -204,13 +186,13 @@ struct curl_slist *sw__curl_handle_get(CURL *h, char *url, size_t url_len)
 {
     struct curl_slist *caller = NULL;
     url[0] = '\0';
-    pthread_mutex_lock(&handles_lock);
+    sw__plugin_lock(SW__PLUGIN_LOCK_CURL);
     handle_info_t *i = info_find(h, false);
     if (i != NULL) {
         caller = i->headers;
         snprintf(url, url_len, "%s", i->url != NULL ? i->url : "");
     }
-    pthread_mutex_unlock(&handles_lock);
+    sw__plugin_unlock(SW__PLUGIN_LOCK_CURL);
     return caller;
 }
 

@@ -14,13 +14,13 @@
  * between threads, and a transfer that completes on another thread has its span left open
  * (its segment is then never reported; the README's limits of the preload).
  */
-#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../src/instrument/span_async.h"
 #include "preload.h"
+#include "preload_lock.h"
 #include "preload_curl.h"
 #include "preload_handle_map.h"
 
@@ -32,24 +32,23 @@ typedef struct transfer {
 } transfer_t;
 
 /* Traced transfers in flight, by easy handle; global because libcurl gives no slot for them.
-   transfers_lock protects the buckets and every node. */
-static pthread_mutex_t transfers_lock = PTHREAD_MUTEX_INITIALIZER;
+   SW__PLUGIN_LOCK_CURL_MULTI (preload_lock.h) protects the buckets and every node. */
 static sw__handle_map_t transfers;
 
 /* Removes and returns the transfer of easy, or NULL. */
 static transfer_t *transfer_take(CURL *easy)
 {
-    pthread_mutex_lock(&transfers_lock);
+    sw__plugin_lock(SW__PLUGIN_LOCK_CURL_MULTI);
     transfer_t *t = (transfer_t *)sw__handle_map_take(&transfers, easy);
-    pthread_mutex_unlock(&transfers_lock);
+    sw__plugin_unlock(SW__PLUGIN_LOCK_CURL_MULTI);
     return t;
 }
 
 static void transfer_put(transfer_t *t)
 {
-    pthread_mutex_lock(&transfers_lock);
+    sw__plugin_lock(SW__PLUGIN_LOCK_CURL_MULTI);
     sw__handle_map_add(&transfers, &t->node);
-    pthread_mutex_unlock(&transfers_lock);
+    sw__plugin_unlock(SW__PLUGIN_LOCK_CURL_MULTI);
 }
 
 /* Ends the span of easy's transfer (with rc when `done`) and puts the caller's headers back. */

@@ -159,15 +159,36 @@ SW__HOT void sw__cache_operation(char *buf, size_t size, const char *prefix, con
     cmd_lower(buf + p, size - p, cmd, cmd_len);
 }
 
+/* Commands whose arguments (or the server's error reply, which may repeat them) can carry a
+   password: AUTH, HELLO ... AUTH, MIGRATE ... AUTH/AUTH2, ACL SETUSER, CONFIG SET requirepass /
+   masterauth, SENTINEL SET ... auth-pass. Sorted, for bsearch. */
+static const char *const secret_cmds[] = {"acl", "auth", "config", "hello", "migrate", "sentinel"};
+
+#define TABLE_N(t) (sizeof(t) / sizeof *(t))
+
+SW__HOT bool sw__cache_command_keyed(const char *cmd, size_t cmd_len)
+{
+    char lower[32];
+    cmd_lower(lower, sizeof lower, cmd, cmd_len);
+    return cmd_in(lower, read_cmds, TABLE_N(read_cmds)) != NULL ||
+           cmd_in(lower, write_cmds, TABLE_N(write_cmds)) != NULL;
+}
+
+bool sw__cache_command_secret(const char *cmd, size_t cmd_len)
+{
+    char lower[32];
+    cmd_lower(lower, sizeof lower, cmd, cmd_len);
+    return cmd_in(lower, secret_cmds, TABLE_N(secret_cmds)) != NULL;
+}
+
 SW__HOT void sw__cache_span_tags(const char *cmd, size_t cmd_len, const char *key, size_t key_len)
 {
     char lower[32];
     cmd_lower(lower, sizeof lower, cmd, cmd_len);
     sw__span_set_layer_component(SW_LAYER_CACHE, SW__COMPONENT_REDIS);
     sw__span_tag_kept("cache.type", "Redis");
-    const char *read = cmd_in(lower, read_cmds, sizeof read_cmds / sizeof *read_cmds);
-    const char *write =
-        read == NULL ? cmd_in(lower, write_cmds, sizeof write_cmds / sizeof *write_cmds) : NULL;
+    const char *read = cmd_in(lower, read_cmds, TABLE_N(read_cmds));
+    const char *write = read == NULL ? cmd_in(lower, write_cmds, TABLE_N(write_cmds)) : NULL;
     const char *known = read != NULL ? read : write;
     if (known != NULL) {
         sw__span_tag_kept_("cache.cmd", 9, known, SIZE_MAX); /* the table's literal */
@@ -179,7 +200,9 @@ SW__HOT void sw__cache_span_tags(const char *cmd, size_t cmd_len, const char *ke
     } else if (write != NULL) {
         sw__span_tag_kept("cache.op", "write");
     }
-    if (key != NULL && sw__db_settings.redis_trace_key) {
+    /* Argument 1 is a key only for the commands of the tables: never record another command's
+       argument (AUTH's is the password). */
+    if (known != NULL && key != NULL && sw__db_settings.redis_trace_key) {
         tag_n("cache.key", key, utf8_cut(key, key_len, sw__db_settings.sql_body_max));
     }
 }

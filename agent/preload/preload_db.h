@@ -8,7 +8,9 @@
  *   and, only with SW_PLUGIN_SQL_PARAMETERS=true, db.sql.parameters ("[v1,v2]", cut likewise);
  * - cache: an exit span, layer Cache, component Redis, tags cache.type=Redis, cache.cmd (the
  *   command, lower case), cache.op (read or write, for the commands the tables know) and
- *   cache.key (the first key; left out with SW_PLUGIN_REDIS_TRACE_KEY=false);
+ *   cache.key (the first key, only for the commands of the tables; left out with
+ *   SW_PLUGIN_REDIS_TRACE_KEY=false); the arguments of a command that may carry a password
+ *   (AUTH, HELLO, MIGRATE, ACL, CONFIG, SENTINEL) and the error reply to it are never recorded;
  * - a server error: the error flag and a log {event=error, error.kind=<plugin's kind>,
  *   message=<the server's message, escaped and cut to SW__LOG_TEXT_MAX bytes>}.
  *
@@ -62,8 +64,18 @@ const char *sw__db_params_format(char *buf, size_t size, int n, sw__db_param_fn 
    escaped and capped) with error.kind `kind`. */
 void sw__db_span_error(const char *kind, const char *message, size_t len);
 
+/* Whether argument 1 of the Redis command `cmd` is a key: true only for the commands of the
+   read and write tables. A plugin keeps no copy of argument 1 of any other command. */
+bool sw__cache_command_keyed(const char *cmd, size_t cmd_len);
+
+/* Whether the Redis command `cmd` may carry a secret (AUTH, HELLO, MIGRATE, ACL, CONFIG,
+   SENTINEL): its arguments are never recorded, and neither is the server's error reply to it,
+   which may repeat them. */
+bool sw__cache_command_secret(const char *cmd, size_t cmd_len);
+
 /* Sets the cache conventions on the active span (component Redis). `cmd` and `key` are
-   argument 0 and 1 of the command (key may be NULL). */
+   argument 0 and 1 of the command (key may be NULL); cache.key is recorded only for a command
+   of the tables (sw__cache_command_keyed). */
 void sw__cache_span_tags(const char *cmd, size_t cmd_len, const char *key, size_t key_len);
 
 /* Writes the operation name "<prefix><CMD>" for a Redis command into buf (upper case, cut). */

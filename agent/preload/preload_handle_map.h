@@ -4,7 +4,7 @@
  * their own to keep it, so each plugin keeps one map.
  *
  * A plugin's record starts with a sw__handle_node_t. The map does not lock: every call below
- * runs with the plugin's own mutex held (the plugin also takes that mutex around fork).
+ * runs with the plugin's own lock held (preload_lock.h, which also makes it fork-safe).
  */
 #ifndef SW_PRELOAD_HANDLE_MAP_H
 #define SW_PRELOAD_HANDLE_MAP_H

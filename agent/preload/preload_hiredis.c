@@ -20,7 +20,6 @@
  */
 #include <hiredis.h>
 #include <netinet/in.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -32,6 +31,7 @@
 
 #include "../src/instrument/span_async.h"
 #include "preload.h"
+#include "preload_lock.h"
 #include "preload_db.h"
 #include "preload_handle_map.h"
 #include "../src/util/locality.h"
@@ -56,8 +56,7 @@ typedef struct ctx_info {
 } ctx_info_t;
 
 /* Pipelined commands per context; global because hiredis offers no slot for them.
-   ctxs_lock protects the buckets and every node. */
-static pthread_mutex_t ctxs_lock = PTHREAD_MUTEX_INITIALIZER;
+   SW__PLUGIN_LOCK_HIREDIS (preload_lock.h) protects the buckets and every node. */
 static sw__handle_map_t ctxs;
 
 /* Set while this thread runs a traced call (the recursion guard, see above). */
@@ -70,11 +69,21 @@ static _Thread_local struct {
     char peer[128];
 } tls_peer;
 
-/* A command's name and first key, found in its RESP form. */
+/* A command's name and first key, found in its RESP form. key is NULL unless argument 1 is a key
+   (sw__cache_command_keyed): the argument 1 of AUTH and the like is never kept. */
 typedef struct command_view {
     const char *cmd, *key;
     size_t cmd_len, key_len;
 } command_view_t;
+
+/* Drops v's argument 1 unless the command's argument 1 is a key. */
+SW__HOT static void view_key_check(command_view_t *v)
+{
+    if (v->key != NULL && !sw__cache_command_keyed(v->cmd, v->cmd_len)) {
+        v->key = NULL;
+        v->key_len = 0;
+    }
+}
 
 SW__HOT static bool tracing(void)
 {
@@ -111,7 +120,8 @@ SW__HOT static const char *peer_of(const redisContext *c)
     return tls_peer.peer[0] != '\0' ? tls_peer.peer : NULL;
 }
 
-/* One bulk string "$<len>\r\n<bytes>\r\n" at *p (of end), or false. */
+/* One bulk string "$<len>\r\n<bytes>\r\n" at *p (of end), or false. Every byte read and every
+   pointer formed stays within [*p, end]. */
 SW__HOT static bool resp_bulk(const char **p, const char *end, const char **s, size_t *len)
 {
     const char *q = *p;
@@ -120,9 +130,12 @@ SW__HOT static bool resp_bulk(const char **p, const char *end, const char **s, s
     }
     size_t n = 0;
     for (q++; q < end && *q >= '0' && *q <= '9'; q++) {
+        if (n > (SIZE_MAX - 9) / 10) {
+            return false;
+        }
         n = n * 10 + (size_t)(*q - '0');
     }
-    if (end - q < 2 || q[0] != '\r' || (size_t)(end - q - 2) < n) {
+    if (end - q < 2 || q[0] != '\r' || (size_t)(end - q - 2) < n || (size_t)(end - q - 2) - n < 2) {
         return false;
     }
     *s = q + 2;
@@ -131,12 +144,16 @@ SW__HOT static bool resp_bulk(const char **p, const char *end, const char **s, s
     return true;
 }
 
-/* Finds the command name and first key in a formatted command (RESP array of bulk strings). */
+/* Finds the command name and first key in a formatted command (RESP array of bulk strings) of
+   len bytes at cmd; reads none of them when len is 0. */
 SW__HOT static bool resp_view(const char *cmd, size_t len, command_view_t *v)
 {
+    if (len == 0 || cmd[0] != '*') {
+        return false;
+    }
     const char *end = cmd + len;
     const char *p = memchr(cmd, '\n', len);
-    if (cmd[0] != '*' || p == NULL) {
+    if (p == NULL) {
         return false;
     }
     p++;
@@ -145,7 +162,9 @@ SW__HOT static bool resp_view(const char *cmd, size_t len, command_view_t *v)
     }
     if (!resp_bulk(&p, end, &v->key, &v->key_len)) {
         v->key = NULL;
+        v->key_len = 0;
     }
+    view_key_check(v);
     return true;
 }
 
@@ -156,8 +175,12 @@ SW__HOT static bool argv_view(int argc, const char **argv, const size_t *argvlen
     }
     v->cmd = argv[0];
     v->cmd_len = argvlen != NULL ? argvlen[0] : strlen(argv[0]);
-    v->key = argc > 1 ? argv[1] : NULL;
-    v->key_len = argc > 1 ? (argvlen != NULL ? argvlen[1] : strlen(argv[1])) : 0;
+    v->key = NULL;
+    v->key_len = 0;
+    if (argc > 1 && argv[1] != NULL && sw__cache_command_keyed(v->cmd, v->cmd_len)) {
+        v->key = argv[1];
+        v->key_len = argvlen != NULL ? argvlen[1] : strlen(argv[1]);
+    }
     return true;
 }
 
@@ -169,7 +192,8 @@ SW__HOT static size_t word_len(const char *p)
 
 /* The view of the common formats without a formatting pass: a literal command word, then
    nothing, a literal key, "%s" or "%b". False for any other format (a '%' in the command
-   word, another conversion in the key word). */
+   word, another conversion in the key word). A command whose argument 1 is no key
+   ("AUTH %s") is viewed from its word alone: its arguments are never read. */
 SW__HOT static bool format_view_fast(const char *fmt, va_list ap, command_view_t *v)
 {
     size_t n = word_len(fmt);
@@ -180,6 +204,9 @@ SW__HOT static bool format_view_fast(const char *fmt, va_list ap, command_view_t
     v->cmd_len = n;
     v->key = NULL;
     v->key_len = 0;
+    if (!sw__cache_command_keyed(fmt, n)) {
+        return true;
+    }
     const char *k = fmt + n;
     while (*k == ' ') {
         k++;
@@ -270,8 +297,15 @@ static void reply_error_message(const void *reply, const char **msg, size_t *len
     }
 }
 
-/* Ends the active span with the outcome of a call that returned `reply` on c. */
-SW__HOT static void span_end(const redisContext *c, const void *reply, bool call_failed)
+/* Stands for the server's error reply to a command that may carry a secret (the reply may
+   repeat its arguments: "Error in ACL SETUSER modifier '...'"). */
+static const char secret_reply[] = "(not shown: the reply to a command with a password)";
+
+/* Ends the active span with the outcome of a call of command `cmd` that returned `reply` on c.
+   The error reply to a command that may carry a password (sw__cache_command_secret) is not
+   recorded. */
+SW__HOT static void span_end(const redisContext *c, const char *cmd, size_t cmd_len,
+                             const void *reply, bool call_failed)
 {
     if (reply == NULL && call_failed) {
         sw__db_span_error("Redis", c->errstr, strnlen(c->errstr, sizeof c->errstr));
@@ -279,6 +313,10 @@ SW__HOT static void span_end(const redisContext *c, const void *reply, bool call
         const char *msg;
         size_t len;
         reply_error_message(reply, &msg, &len);
+        if (sw__cache_command_secret(cmd, cmd_len)) {
+            msg = secret_reply;
+            len = sizeof secret_reply - 1;
+        }
         sw__db_span_error("Redis", msg != NULL ? msg : "", msg != NULL ? len : 0);
     }
     sw_span_end();
@@ -302,11 +340,14 @@ SW__HOT static void *command_traced(redisContext *c, const char *format, va_list
         return real(c, format, ap);
     }
     span_begin(c, &v, 0);
-    formatted_free(formatted);
+    char cmd[CMD_MAX];
+    size_t cmd_len = v.cmd_len < CMD_MAX ? v.cmd_len : CMD_MAX;
+    memcpy(cmd, v.cmd, cmd_len);
+    formatted_free(formatted); /* v points into it */
     in_call = true;
     void *reply = real(c, format, ap);
     in_call = false;
-    span_end(c, reply, reply == NULL && c->err != 0);
+    span_end(c, cmd, cmd_len, reply, reply == NULL && c->err != 0);
     return reply;
 }
 
@@ -339,7 +380,7 @@ SW__HOT void *redisCommandArgv(redisContext *c, int argc, const char **argv, con
     in_call = true;
     void *reply = real(c, argc, argv, argvlen);
     in_call = false;
-    span_end(c, reply, reply == NULL && c->err != 0);
+    span_end(c, v.cmd, v.cmd_len, reply, reply == NULL && c->err != 0);
     return reply;
 }
 
@@ -363,7 +404,7 @@ SW__HOT static void pending_push(const redisContext *c, const command_view_t *v,
     if (p->has_key) {
         memcpy(p->key, v->key, p->key_len);
     }
-    pthread_mutex_lock(&ctxs_lock);
+    sw__plugin_lock(SW__PLUGIN_LOCK_HIREDIS);
     ctx_info_t *i = (ctx_info_t *)sw__handle_map_get(&ctxs, c, sizeof(ctx_info_t));
     if (i != NULL && i->count < PENDING_MAX) {
         if (i->tail != NULL) {
@@ -375,7 +416,7 @@ SW__HOT static void pending_push(const redisContext *c, const command_view_t *v,
         i->count++;
         p = NULL;
     }
-    pthread_mutex_unlock(&ctxs_lock);
+    sw__plugin_unlock(SW__PLUGIN_LOCK_HIREDIS);
     free(p);
 }
 
@@ -383,7 +424,7 @@ SW__HOT static void pending_push(const redisContext *c, const command_view_t *v,
 SW__HOT static pending_t *pending_pop(const redisContext *c)
 {
     pending_t *p = NULL;
-    pthread_mutex_lock(&ctxs_lock);
+    sw__plugin_lock(SW__PLUGIN_LOCK_HIREDIS);
     ctx_info_t *i = (ctx_info_t *)sw__handle_map_find(&ctxs, c);
     if (i != NULL && i->head != NULL) {
         p = i->head;
@@ -393,7 +434,7 @@ SW__HOT static pending_t *pending_pop(const redisContext *c)
         }
         i->count--;
     }
-    pthread_mutex_unlock(&ctxs_lock);
+    sw__plugin_unlock(SW__PLUGIN_LOCK_HIREDIS);
     return p;
 }
 
@@ -496,7 +537,7 @@ SW__HOT int redisGetReply(redisContext *c, void **reply)
     }
     command_view_t v = {p->cmd, p->has_key ? p->key : NULL, p->cmd_len, p->key_len};
     span_begin(c, &v, p->start_ms);
-    span_end(c, rc == REDIS_OK ? r : NULL, rc != REDIS_OK);
+    span_end(c, v.cmd, v.cmd_len, rc == REDIS_OK ? r : NULL, rc != REDIS_OK);
     free(p);
     return rc;
 }
@@ -505,9 +546,9 @@ void redisFree(redisContext *c)
 {
     void (*real)(redisContext *);
     SW__PRELOAD_REAL(real, "redisFree");
-    pthread_mutex_lock(&ctxs_lock);
+    sw__plugin_lock(SW__PLUGIN_LOCK_HIREDIS);
     ctx_info_t *found = (ctx_info_t *)sw__handle_map_take(&ctxs, c);
-    pthread_mutex_unlock(&ctxs_lock);
+    sw__plugin_unlock(SW__PLUGIN_LOCK_HIREDIS);
     if (found != NULL) {
         for (pending_t *p = found->head, *next; p != NULL; p = next) {
             next = p->next;

@@ -17,6 +17,7 @@
 #include "../src/report/reporter.h"
 #include "preload.h"
 #include "preload_db.h"
+#include "preload_lock.h"
 #include "../src/util/locality.h"
 
 _Thread_local bool sw__preload_busy;
@@ -170,6 +171,7 @@ __attribute__((constructor)) static void preload_start(void)
 {
     (void)pthread_key_create(&pending_key, pending_free);
     (void)pthread_atfork(fork_prepare, fork_parent, fork_child);
+    sw__plugin_locks_atfork(); /* its prepare runs first: no plugin section takes start_lock */
     (void)sw__preload_config();
 }
 

@@ -8,13 +8,14 @@
  * statement and its start time per connection; mysql_read_query_result makes the span, on the
  * thread that read it (span_async.h, "spans begun late"). mysql_stmt_prepare is a span with the
  * statement, remembered per statement handle for mysql_stmt_execute's span (and, with
- * SW_PLUGIN_SQL_PARAMETERS=true, the values of the binds given to mysql_stmt_bind_param).
+ * SW_PLUGIN_SQL_PARAMETERS=true, the bound values: read at execute from the library's own copy
+ * of the binds, stmt->params, never through the caller's MYSQL_BIND array, which the caller may
+ * free or reuse once mysql_stmt_bind_param returned).
  * mysql_stmt_close and mysql_close forget a handle. libmariadb calls its own exported functions
  * (mysql_query calls mysql_real_query, which calls mysql_send_query): the thread's in_call flag
  * makes those inner calls plain forwards.
  */
 #include <mysql.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,7 @@
 
 #include "../src/instrument/span_async.h"
 #include "preload.h"
+#include "preload_lock.h"
 #include "preload_db.h"
 #include "preload_handle_map.h"
 
@@ -31,12 +33,12 @@ typedef struct handle_info {
     sw__handle_node_t node; /* first: the map's link */
     char *sql;              /* cut at the statement limit */
     int64_t start_ms;       /* connections: when mysql_send_query sent `sql` (0: nothing) */
-    const MYSQL_BIND *bind; /* statements: the caller's binds (valid until the next bind) */
+    bool bound;             /* statements: mysql_stmt_bind_param succeeded since the prepare */
     MYSQL *mysql;           /* statements: their connection */
 } handle_info_t;
 
-/* Global because libmariadb offers no slot for it; infos_lock protects the buckets and nodes. */
-static pthread_mutex_t infos_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Global because libmariadb offers no slot for it; SW__PLUGIN_LOCK_MARIADB (preload_lock.h)
+ * protects the buckets and nodes. */
 static sw__handle_map_t infos;
 
 /* Set while this thread runs a traced call (the recursion guard, see above). */
@@ -63,7 +65,7 @@ static bool tracing(my_fns_t *f)
     return !in_call && !sw__preload_busy && fns_resolve(f) && sw__preload_agent_ready();
 }
 
-/* The node of h, created when `create`; infos_lock held. */
+/* The node of h, created when `create`; SW__PLUGIN_LOCK_MARIADB held. */
 static handle_info_t *info_find(const void *h, bool create)
 {
     if (create) {
@@ -74,9 +76,9 @@ static handle_info_t *info_find(const void *h, bool create)
 
 static void info_forget(const void *h)
 {
-    pthread_mutex_lock(&infos_lock);
+    sw__plugin_lock(SW__PLUGIN_LOCK_MARIADB);
     handle_info_t *found = (handle_info_t *)sw__handle_map_take(&infos, h);
-    pthread_mutex_unlock(&infos_lock);
+    sw__plugin_unlock(SW__PLUGIN_LOCK_MARIADB);
     if (found != NULL) {
         free(found->sql);
     }
@@ -186,7 +188,7 @@ int mysql_send_query(MYSQL *mysql, const char *q, unsigned long length)
     if (sql == NULL) {
         return rc;
     }
-    pthread_mutex_lock(&infos_lock);
+    sw__plugin_lock(SW__PLUGIN_LOCK_MARIADB);
     handle_info_t *i = info_find(mysql, true);
     if (i != NULL) {
         free(i->sql);
@@ -194,7 +196,7 @@ int mysql_send_query(MYSQL *mysql, const char *q, unsigned long length)
         i->start_ms = start;
         sql = NULL;
     }
-    pthread_mutex_unlock(&infos_lock);
+    sw__plugin_unlock(SW__PLUGIN_LOCK_MARIADB);
     free(sql);
     return rc;
 }
@@ -215,7 +217,7 @@ my_bool mysql_read_query_result(MYSQL *mysql)
     in_call = false;
     char *sql = NULL;
     int64_t start = 0;
-    pthread_mutex_lock(&infos_lock);
+    sw__plugin_lock(SW__PLUGIN_LOCK_MARIADB);
     handle_info_t *i = info_find(mysql, false);
     if (i != NULL && i->start_ms != 0) {
         sql = i->sql;
@@ -223,7 +225,7 @@ my_bool mysql_read_query_result(MYSQL *mysql)
         i->sql = NULL;
         i->start_ms = 0;
     }
-    pthread_mutex_unlock(&infos_lock);
+    sw__plugin_unlock(SW__PLUGIN_LOCK_MARIADB);
     if (start != 0) {
         span_begin(&f, mysql, "Mysql/libmariadb/mysql_send_query", sql,
                    sql != NULL ? strlen(sql) : 0, start);
@@ -265,16 +267,16 @@ int mysql_stmt_prepare(MYSQL_STMT *stmt, const char *query, unsigned long length
     in_call = false;
     span_end(rc != 0, rc != 0 ? f.stmt_error(stmt) : NULL);
     char *sql = rc == 0 ? sql_copy(query, length) : NULL;
-    pthread_mutex_lock(&infos_lock);
+    sw__plugin_lock(SW__PLUGIN_LOCK_MARIADB);
     handle_info_t *i = info_find(stmt, sql != NULL);
     if (i != NULL) {
         free(i->sql);
         i->sql = sql;
         i->mysql = m;
-        i->bind = NULL;
+        i->bound = false;
         sql = NULL;
     }
-    pthread_mutex_unlock(&infos_lock);
+    sw__plugin_unlock(SW__PLUGIN_LOCK_MARIADB);
     free(sql);
     return rc;
 }
@@ -288,12 +290,12 @@ my_bool mysql_stmt_bind_param(MYSQL_STMT *stmt, MYSQL_BIND *bnd)
     }
     my_bool rc = real(stmt, bnd);
     if (rc == 0 && sw__db_settings.sql_parameters) {
-        pthread_mutex_lock(&infos_lock);
+        sw__plugin_lock(SW__PLUGIN_LOCK_MARIADB);
         handle_info_t *i = info_find(stmt, false);
         if (i != NULL) {
-            i->bind = bnd;
+            i->bound = true; /* the values are read from stmt->params at execute */
         }
-        pthread_mutex_unlock(&infos_lock);
+        sw__plugin_unlock(SW__PLUGIN_LOCK_MARIADB);
     }
     return rc;
 }
@@ -354,23 +356,25 @@ int mysql_stmt_execute(MYSQL_STMT *stmt)
         return real(stmt);
     }
     char *sql = NULL;
-    const MYSQL_BIND *bind = NULL;
+    bool bound = false;
     MYSQL *m = stmt->mysql;
-    pthread_mutex_lock(&infos_lock);
+    sw__plugin_lock(SW__PLUGIN_LOCK_MARIADB);
     handle_info_t *i = info_find(stmt, false);
     if (i != NULL) {
         sql = i->sql != NULL ? strdup(i->sql) : NULL;
-        bind = i->bind;
+        bound = i->bound;
     }
-    pthread_mutex_unlock(&infos_lock);
+    sw__plugin_unlock(SW__PLUGIN_LOCK_MARIADB);
     if (m == NULL) {
         free(sql);
         return real(stmt);
     }
     span_begin(&f, m, "Mysql/libmariadb/mysql_stmt_execute", sql, sql != NULL ? strlen(sql) : 0, 0);
     free(sql);
-    if (bind != NULL) {
-        bind_view_t view = {bind, ""};
+    if (bound && stmt->params != NULL) {
+        /* libmariadb's copy of the binds (mysql_stmt_bind_param copies the caller's array into
+           it); the buffers it points to are the caller's, valid until execute by the API. */
+        bind_view_t view = {stmt->params, ""};
         sw__db_params_tag((int)f.param_count(stmt), bind_text, &view);
     }
     in_call = true;

@@ -16,7 +16,6 @@
 #include <arpa/inet.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +25,7 @@
 #include "../src/segment/ids.h"
 #include "../src/core/propagate.h"
 #include "preload.h"
+#include "preload_lock.h"
 
 typedef struct handler_wrap {
     struct handler_wrap *next;
@@ -35,8 +35,7 @@ typedef struct handler_wrap {
 } handler_wrap_t;
 
 /* The wrappers of running daemons, freed by MHD_stop_daemon; global because libmicrohttpd
-   offers no per-daemon slot for it. wraps_lock protects the list. */
-static pthread_mutex_t wraps_lock = PTHREAD_MUTEX_INITIALIZER;
+   offers no per-daemon slot for it. SW__PLUGIN_LOCK_MHD (preload_lock.h) protects the list. */
 static handler_wrap_t *wraps;
 
 /* The handler call running on this thread, for MHD_queue_response. */
@@ -331,10 +330,10 @@ static struct MHD_Daemon *daemon_start(unsigned int flags, uint16_t port,
         return NULL;
     }
     w->daemon = d;
-    pthread_mutex_lock(&wraps_lock);
+    sw__plugin_lock(SW__PLUGIN_LOCK_MHD);
     w->next = wraps;
     wraps = w;
-    pthread_mutex_unlock(&wraps_lock);
+    sw__plugin_unlock(SW__PLUGIN_LOCK_MHD);
     return d;
 }
 
@@ -363,7 +362,7 @@ void MHD_stop_daemon(struct MHD_Daemon *daemon)
         real(daemon); /* its threads are gone when it returns: the wrapper is unused */
     }
     handler_wrap_t *found = NULL;
-    pthread_mutex_lock(&wraps_lock);
+    sw__plugin_lock(SW__PLUGIN_LOCK_MHD);
     for (handler_wrap_t **pp = &wraps; *pp != NULL; pp = &(*pp)->next) {
         if ((*pp)->daemon == daemon) {
             found = *pp;
@@ -371,6 +370,6 @@ void MHD_stop_daemon(struct MHD_Daemon *daemon)
             break;
         }
     }
-    pthread_mutex_unlock(&wraps_lock);
+    sw__plugin_unlock(SW__PLUGIN_LOCK_MHD);
     free(found);
 }

@@ -17,7 +17,6 @@
  * PQgetResult): the thread's in_call flag makes those inner calls plain forwards.
  */
 #include <libpq-fe.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +25,7 @@
 #include "../src/core/span_instrument.h"
 #include "../src/instrument/span_async.h"
 #include "preload.h"
+#include "preload_lock.h"
 #include "preload_db.h"
 #include "preload_handle_map.h"
 #include "../src/util/locality.h"
@@ -57,8 +57,7 @@ typedef struct conn_info {
 } conn_info_t;
 
 /* What this library knows about each connection; global because libpq offers no slot for it.
-   conns_lock protects the buckets and every node. */
-static pthread_mutex_t conns_lock = PTHREAD_MUTEX_INITIALIZER;
+   SW__PLUGIN_LOCK_PQ (preload_lock.h) protects the buckets and every node. */
 static sw__handle_map_t conns;
 
 /* Set while this thread runs a traced libpq call (the recursion guard, see above). */
@@ -95,7 +94,7 @@ SW__HOT static bool fns_resolve(pq_fns_t *f)
            f->backend_pid;
 }
 
-/* The node of c, created when `create`; conns_lock held. */
+/* The node of c, created when `create`; SW__PLUGIN_LOCK_PQ held. */
 static conn_info_t *info_find(const PGconn *c, bool create)
 {
     if (create) {
@@ -208,7 +207,7 @@ SW__HOT static void span_end(const pq_fns_t *f, const PGconn *conn, const PGresu
 static char *prepared_sql(const PGconn *conn, const char *name)
 {
     char *sql = NULL;
-    pthread_mutex_lock(&conns_lock);
+    sw__plugin_lock(SW__PLUGIN_LOCK_PQ);
     conn_info_t *i = info_find(conn, false);
     for (prepared_t *p = i != NULL ? i->prepared : NULL; p != NULL; p = p->next) {
         if (strcmp(p->name, name != NULL ? name : "") == 0) {
@@ -216,7 +215,7 @@ static char *prepared_sql(const PGconn *conn, const char *name)
             break;
         }
     }
-    pthread_mutex_unlock(&conns_lock);
+    sw__plugin_unlock(SW__PLUGIN_LOCK_PQ);
     return sql;
 }
 
@@ -229,7 +228,7 @@ static void prepared_remember(const PGconn *conn, const char *name, const char *
     if (len > sw__db_settings.sql_body_max) {
         len = sw__db_settings.sql_body_max;
     }
-    pthread_mutex_lock(&conns_lock);
+    sw__plugin_lock(SW__PLUGIN_LOCK_PQ);
     conn_info_t *i = info_find(conn, true);
     prepared_t *p = NULL;
     for (p = i != NULL ? i->prepared : NULL; p != NULL; p = p->next) {
@@ -248,7 +247,7 @@ static void prepared_remember(const PGconn *conn, const char *name, const char *
         free(p->sql);
         p->sql = strndup(sql, len);
     }
-    pthread_mutex_unlock(&conns_lock);
+    sw__plugin_unlock(SW__PLUGIN_LOCK_PQ);
 }
 
 /* The statement text of a prepared statement for its span: the remembered SQL, or "EXECUTE
@@ -383,14 +382,14 @@ static void pending_start(const PGconn *conn, const char *op, char *sql, char *p
     if (len > sw__db_settings.sql_body_max && sql != NULL) {
         sql[len = sw__db_settings.sql_body_max] = '\0';
     }
-    pthread_mutex_lock(&conns_lock);
+    sw__plugin_lock(SW__PLUGIN_LOCK_PQ);
     conn_info_t *i = info_find(conn, true);
     if (i != NULL) {
         pending_clear(&i->pending);
         i->pending = (pending_t){true, false, start_ms, op, sql, params, NULL};
         sql = params = NULL;
     }
-    pthread_mutex_unlock(&conns_lock);
+    sw__plugin_unlock(SW__PLUGIN_LOCK_PQ);
     free(sql);
     free(params);
 }
@@ -502,7 +501,7 @@ int PQsendQueryPrepared(PGconn *conn, const char *stmtName, int nParams,
 static void pending_result(const pq_fns_t *f, const PGconn *conn, const PGresult *r)
 {
     pending_t done = {0};
-    pthread_mutex_lock(&conns_lock);
+    sw__plugin_lock(SW__PLUGIN_LOCK_PQ);
     conn_info_t *i = info_find(conn, false);
     if (i != NULL && i->pending.active) {
         if (r == NULL) {
@@ -514,7 +513,7 @@ static void pending_result(const pq_fns_t *f, const PGconn *conn, const PGresult
             i->pending.error = msg != NULL ? strdup(msg) : NULL;
         }
     }
-    pthread_mutex_unlock(&conns_lock);
+    sw__plugin_unlock(SW__PLUGIN_LOCK_PQ);
     if (!done.active) {
         return;
     }
@@ -549,9 +548,9 @@ void PQfinish(PGconn *conn)
 {
     void (*real)(PGconn *);
     SW__PRELOAD_REAL(real, "PQfinish");
-    pthread_mutex_lock(&conns_lock);
+    sw__plugin_lock(SW__PLUGIN_LOCK_PQ);
     conn_info_t *found = (conn_info_t *)sw__handle_map_take(&conns, conn);
-    pthread_mutex_unlock(&conns_lock);
+    sw__plugin_unlock(SW__PLUGIN_LOCK_PQ);
     if (found != NULL) {
         pending_clear(&found->pending);
         for (prepared_t *p = found->prepared, *next; p != NULL; p = next) {

@@ -34,15 +34,19 @@ static void servers_env(void)
     free(text);
 }
 
+/* The segment file and the stderr of the last run_traced. */
+static char traced_file[512], traced_err[512];
+
 /* Runs `argv` preloaded, with `extra` ("K=V" or NULL entries), writing segments into a fresh
-   directory; returns the segments read. */
+   directory (traced_file); returns the segments read. */
 static void run_traced(char *const argv[], const char *tag, const char *extra1, const char *extra2,
                        pl_segments_t *out)
 {
     servers_env();
-    char dir[256], file[512], e[3][4200];
+    char dir[256], e[3][4200];
+    char *file = traced_file, *err = traced_err;
     pl_tmpdir(dir, sizeof dir, tag);
-    snprintf(file, sizeof file, "%s/seg.bin", dir);
+    snprintf(file, sizeof traced_file, "%s/seg.bin", dir);
     snprintf(e[0], sizeof e[0], "LD_PRELOAD=%s", PL_PRELOAD_LIB);
     snprintf(e[1], sizeof e[1], "SW_REPORTER_FILE_PATH=%s", file);
     snprintf(e[2], sizeof e[2], "SW_AGENT_NAME=pl-db");
@@ -50,8 +54,7 @@ static void run_traced(char *const argv[], const char *tag, const char *extra1, 
     if (extra1 == NULL) {
         env[3] = (char *)extra2, env[4] = NULL;
     }
-    char err[512];
-    snprintf(err, sizeof err, "%s/stderr", dir);
+    snprintf(err, sizeof traced_err, "%s/stderr", dir);
     int rc = pl_run(argv, env, NULL, err, WAIT_MS);
     char *msg = pl_slurp(err, NULL);
     cr_assert_eq(rc, 0, "%s exited %d: %s", argv[0], rc, msg != NULL ? msg : "");
@@ -257,6 +260,32 @@ Test(preload_db, libmariadb_calls_are_database_exit_spans)
     pl_segments_free(&s);
 }
 
+/* The bound values of mysql_stmt_execute come from libmariadb's copy of the binds: pl_db binds
+   from a MYSQL_BIND array in a helper's frame, overwrites that stack, executes, changes the
+   values and executes again. In the asan preset (detect_stack_use_after_return) a read through
+   the caller's array is reported and pl_db fails; in a plain build the scribbled frame gives
+   wrong values. */
+Test(preload_db, libmariadb_binds_are_read_from_the_librarys_copy)
+{
+    char asan[600];
+    const char *given = getenv("ASAN_OPTIONS");
+    snprintf(asan, sizeof asan, "ASAN_OPTIONS=%s%sdetect_stack_use_after_return=1",
+             given != NULL ? given : "", given != NULL && given[0] != '\0' ? ":" : "");
+    char *argv[] = {PL_DB, "mysql-bind", NULL};
+    pl_segments_t s = {0};
+    run_traced(argv, "mybind", "SW_PLUGIN_SQL_PARAMETERS=true", asan, &s);
+    const pl_segment_t *h = handler_segment(&s, "/mysql-bind");
+    cr_assert_eq(h->n_spans, 5, "entry + 4 statements, got %zu spans", h->n_spans);
+    cr_assert_str_eq(h->spans[3]->operationname, "Mysql/libmariadb/mysql_stmt_execute");
+    cr_assert_str_eq(h->spans[4]->operationname, "Mysql/libmariadb/mysql_stmt_execute");
+    tag_is(h->spans[3], "db.sql.parameters", "[7,seven]");
+    tag_is(h->spans[4], "db.sql.parameters", "[8,eight]");
+    for (size_t i = 1; i < 5; i++) {
+        no_error(h->spans[i]);
+    }
+    pl_segments_free(&s);
+}
+
 /* ---- Redis ----------------------------------------------------------------------------- */
 
 typedef struct redis_want {
@@ -311,6 +340,96 @@ Test(preload_db, redis_keys_are_left_out_on_request)
     redis_check(&s, false);
     pl_segments_free(&s);
 }
+
+/* Whether the file at path holds the bytes of `needle` anywhere. */
+static bool file_has(const char *path, const char *needle)
+{
+    size_t len;
+    char *text = pl_slurp(path, &len);
+    bool found = text != NULL && memmem(text, len, needle, strlen(needle)) != NULL;
+    free(text);
+    return found;
+}
+
+static const char *const redis_auth_ops[] = {
+    "Redis/auth", "Redis/auth",   "Redis/auth",  "Redis/auth",    "Redis/auth",
+    "Redis/auth", "Redis/auth",   "Redis/hello", "Redis/migrate", "Redis/acl",
+    "Redis/acl",  "Redis/config", "Redis/auth",  "Redis/set",     "Redis/get",
+};
+
+/* A password never reaches a span: not as cache.key of AUTH in any form the plugin sees (the
+   blocking calls, the pipelines), nor of HELLO, MIGRATE, ACL SETUSER or CONFIG SET, nor in the
+   error reply that repeats an ACL SETUSER argument. Keys of SET and GET are still recorded. The
+   whole segment file and the program's stderr are searched for the password's bytes. */
+Test(preload_db, redis_passwords_never_reach_a_span)
+{
+    char *argv[] = {PL_DB, "redis-auth", NULL};
+    pl_segments_t s = {0};
+    run_traced(argv, "redisauth", NULL, NULL, &s);
+    const char *pw = getenv("SW_TEST_REDIS_PASSWORD");
+    cr_assert(pw != NULL && strlen(pw) == 32, "the db fixture sets SW_TEST_REDIS_PASSWORD");
+    cr_assert_eq(s.n, 2);
+    const pl_segment_t *h = handler_segment(&s, "/redis-auth");
+    size_t n = sizeof redis_auth_ops / sizeof *redis_auth_ops;
+    cr_assert_eq(h->n_spans, n + 1, "entry + %zu commands, got %zu spans", n, h->n_spans);
+    for (size_t i = 1; i <= n; i++) {
+        const pl_span_t *sp = h->spans[i];
+        cr_assert_str_eq(sp->operationname, redis_auth_ops[i - 1], "span %zu", i);
+        exit_common(sp, SKYWALKING__V3__SPAN_LAYER__Cache, 7);
+        bool keyed = i >= n - 1;
+        tag_is(sp, "cache.key", keyed ? "authkey" : NULL);
+        if (i == 11 || i == 13) {
+            cr_assert(sp->iserror, "%s (span %zu) failed", sp->operationname, i);
+        } else {
+            no_error(sp);
+        }
+    }
+    error_logged(h->spans[13], "not shown"); /* WRONGPASS: no reply to AUTH is recorded */
+    error_logged(h->spans[11], "not shown");
+    cr_assert_not(file_has(traced_file, pw), "the password is in the segment file");
+    cr_assert_not(file_has(traced_file, "not-the-password-0123"),
+                  "the wrong password is in the segment file");
+    cr_assert_not(file_has(traced_err, pw), "the password is in the program's stderr");
+    pl_segments_free(&s);
+}
+
+#ifdef PL_FORK /* plain builds: pl_fork's calloc would replace a sanitizer's */
+/* Spans of operation `op` in all segments (with cache.key or db.statement `want` when not NULL). */
+static size_t count_spans(const pl_segments_t *s, const char *op, const char *tag, const char *want)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        for (size_t k = 0; k < s->segs[i]->n_spans; k++) {
+            const pl_span_t *sp = s->segs[i]->spans[k];
+            const char *v = tag != NULL ? pl_span_tag(sp, tag) : NULL;
+            n += strcmp(sp->operationname, op) == 0 && (tag == NULL || (v && !strcmp(v, want)));
+        }
+    }
+    return n;
+}
+
+/* Every plugin lock is fork-safe: pl_fork forks while another thread is held inside the
+   hiredis, libpq, libmariadb and libcurl plugins' sections in turn; each child closes the
+   handles it inherited and makes traced calls of every plugin (hiredis pipeline, PQsendQuery,
+   mysql_send_query, a libmicrohttpd server, curl easy and multi) within a bounded wait, and
+   its spans reach the file. */
+Test(preload_db, forks_while_a_plugin_lock_is_held_leave_children_working)
+{
+    char *argv[] = {PL_FORK, NULL};
+    pl_segments_t s = {0};
+    run_traced(argv, "fork", NULL, NULL, &s);
+    const size_t cases = 4;
+    cr_assert_eq(count_spans(&s, "Redis/set", "cache.key", "forkkey"), cases);
+    cr_assert_eq(count_spans(&s, "PostgreSQL/libpq/PQsendQuery", "db.statement", "SELECT 'fork'"),
+                 cases);
+    cr_assert_eq(
+        count_spans(&s, "Mysql/libmariadb/mysql_send_query", "db.statement", "SELECT 'fork'"),
+        cases);
+    cr_assert_eq(count_spans(&s, "/fork-easy", NULL, NULL), 2 * cases, "exit and entry spans");
+    cr_assert_eq(count_spans(&s, "/fork-multi", NULL, NULL), 2 * cases, "exit and entry spans");
+    pl_segments_free(&s);
+}
+#endif
 
 /* The plugins' settings come from the SW_AGENT_CONFIG file like every other setting. */
 Test(preload_db, plugin_settings_are_read_from_the_config_file)

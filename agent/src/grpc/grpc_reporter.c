@@ -6,6 +6,7 @@
 #include <grpc/grpc.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../config/config.h"
 #include "cds.h"
@@ -114,6 +115,10 @@ static void reporter_free(grpc_reporter_t *r)
     grpc_shutdown(); /* pairs with grpc_init in create */
 }
 
+/* The process that last called grpc_init here (0: none). A forked child inherits it with the
+   parent's gRPC state; written and read by sw_init only (its lifecycle lock held). */
+static pid_t grpc_owner;
+
 static void grpc_close(sw__reporter_t *self)
 {
     reporter_free((grpc_reporter_t *)self);
@@ -128,11 +133,27 @@ int sw__grpc_reporter_create(const sw_config_t *cfg, sw__report_counters_t *coun
                            "(e.g. 127.0.0.1:11800)");
         return SW_ECONFIG;
     }
+    if (grpc_owner != 0 && grpc_owner != getpid() && grpc_is_initialized()) {
+        /* gRPC core's threads (timers, executor, event engine) do not exist in a forked child,
+           and its epoll set is shared with the parent: a child that used it could hang, and
+           could make the parent read events of the child's sockets (and crash). gRPC's own fork
+           support does not help with Debian's gRPC 1.51: grpc_prefork skips its work while
+           another thread is inside gRPC (the reporter's threads wait in calls), and even with
+           every agent thread held out of gRPC around fork (GRPC_ENABLE_FORK_SUPPORT=1, the
+           handlers called by their C++ names) the event engine's fork handlers are compiled
+           out, so a child's new channels never connect (tried: DEADLINE_EXCEEDED). */
+        swc__errbuf_printf(errbuf, errlen,
+                           "SW_REPORTER=grpc: this process was forked from one whose agent runs "
+                           "gRPC, which cannot be used after fork; a forked child of a traced "
+                           "process can report with SW_REPORTER=kafka or file");
+        return SW_ENOTSUP;
+    }
     grpc_reporter_t *r = calloc(1, sizeof *r);
     if (r == NULL) {
         return SW_ENOMEM;
     }
     grpc_init(); /* reference counted; released by grpc_shutdown in reporter_free */
+    grpc_owner = getpid();
     sw__grpc_notices_init(&r->notices);
     r->timeout_ms = cfg->grpc_timeout_ms ? cfg->grpc_timeout_ms : 10000;
     memcpy(r->token, cfg->authentication, sizeof r->token);

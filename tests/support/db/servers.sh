@@ -11,9 +11,12 @@
 #   MariaDB (mariadb-install-db + mariadbd --skip-grant-tables, database swtest) on a unix
 #     socket and a free loopback port,
 #   Redis (redis-server --save '' --appendonly no) on a free loopback port and a unix socket,
+#   and a second Redis with a password (requirepass, random per start, in a 0600 config file)
+#     on another free loopback port,
 # waits (bounded, 60 s each) until each answers, and writes STATE/env: shell-style KEY=value
 # lines the tests read (SW_TEST_PG_SOCKDIR, SW_TEST_PG_PORT, SW_TEST_MY_SOCKET, SW_TEST_MY_PORT,
-# SW_TEST_REDIS_PORT, SW_TEST_REDIS_SOCKET, SW_TEST_DB_TMP). postgres and mariadbd refuse to
+# SW_TEST_REDIS_PORT, SW_TEST_REDIS_SOCKET, SW_TEST_REDIS_AUTH_PORT, SW_TEST_REDIS_PASSWORD,
+# SW_TEST_DB_TMP). postgres and mariadbd refuse to
 # run as root: as root the servers run as the user nobody (setpriv), which owns the temporary directory.
 # A watchdog stops everything after --lifetime seconds (default 3600) if stop never runs.
 # stop stops the servers (SIGTERM, then SIGKILL after 30 s) and removes the directory.
@@ -133,9 +136,19 @@ start() {
     spawn /dev/null redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no \
         --unixsocket "$tmp/redis.sock" --dir "$tmp" --logfile "$tmp/redis.log"
 
+    # Redis with a password (the AUTH tests): the password stays off the command line.
+    redis_auth_port=$(free_port)
+    redis_password=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+    (umask 077 && printf 'requirepass %s\n' "$redis_password" >"$tmp/redis-auth.conf")
+    [ "$(id -u)" = 0 ] && chown nobody "$tmp/redis-auth.conf"
+    spawn /dev/null redis-server "$tmp/redis-auth.conf" --port "$redis_auth_port" --bind 127.0.0.1 \
+        --save '' --appendonly no --dir "$tmp" --logfile "$tmp/redis-auth.log"
+
     wait_for PostgreSQL "$tmp/pg.log" "$PGBIN/pg_isready" -q -h "$tmp" -p "$pg_port" || { stop; exit 1; }
     wait_for MariaDB "$tmp/my.log" mariadb-admin --no-defaults --socket="$tmp/my.sock" ping || { stop; exit 1; }
     wait_for Redis "$tmp/redis.log" sh -c "redis-cli -p $redis_port ping | grep -q PONG" || { stop; exit 1; }
+    wait_for "Redis (requirepass)" "$tmp/redis-auth.log" \
+        env REDISCLI_AUTH="$redis_password" sh -c "redis-cli -p $redis_auth_port ping | grep -q PONG" || { stop; exit 1; }
 
     "$PGBIN/psql" -X -q -h "$tmp" -p "$pg_port" -U postgres -d postgres -c 'CREATE DATABASE swtest' >/dev/null
     mariadb --no-defaults --socket="$tmp/my.sock" -e 'CREATE DATABASE swtest'
@@ -148,6 +161,8 @@ SW_TEST_MY_SOCKET=$tmp/my.sock
 SW_TEST_MY_PORT=$my_port
 SW_TEST_REDIS_PORT=$redis_port
 SW_TEST_REDIS_SOCKET=$tmp/redis.sock
+SW_TEST_REDIS_AUTH_PORT=$redis_auth_port
+SW_TEST_REDIS_PASSWORD=$redis_password
 EOF
     # Watchdog: a ctest run killed before the cleanup test must not leave servers behind.
     (

@@ -16,9 +16,6 @@
 #include "core/tls.h"
 #include "wire/protocol.h"
 
-/* The largest response frame accepted; a bigger size prefix means a broken stream. */
-#define MAX_FRAME (64 * 1024 * 1024)
-
 /* Exponential backoff with +-20% jitter: backoff_ms * 2^(failures-1), capped at max. The
  * jitter uses rand_r on a per-connection seed so no global state is shared. */
 static int64_t backoff_for(kp__conn_t *c, int64_t backoff_ms, int64_t backoff_max_ms)
@@ -168,6 +165,22 @@ static ssize_t read_some(kp__conn_t *c, void *dst, size_t n)
     }
 }
 
+size_t kp__conn_frame_limit(const kp__conn_t *c)
+{
+    const kp__request_t *r = c->in_flight.head;
+    if (!r || r == c->in_flight.unsent) {
+        return KP_MAX_CONTROL_FRAME; /* answers nothing: refused once read */
+    }
+    switch (r->api_key) {
+    case KP_API_METADATA:
+        return KP_MAX_METADATA_FRAME;
+    case KP_API_PRODUCE: /* per partition: error, offsets, record errors, error message */
+        return KP_MAX_PRODUCE_FRAME + (size_t)r->n_batches * 64 * 1024;
+    default: /* ApiVersions, SaslHandshake, SaslAuthenticate, InitProducerId */
+        return KP_MAX_CONTROL_FRAME;
+    }
+}
+
 long kp__conn_read(kp__conn_t *c, int (*on_frame)(kp__conn_t *, uint8_t *, size_t, void *),
                    void *arg)
 {
@@ -185,8 +198,9 @@ long kp__conn_read(kp__conn_t *c, int (*on_frame)(kp__conn_t *, uint8_t *, size_
             }
             uint32_t size = (uint32_t)c->size_buf[0] << 24 | (uint32_t)c->size_buf[1] << 16 |
                             (uint32_t)c->size_buf[2] << 8 | c->size_buf[3];
-            if (size > MAX_FRAME) {
-                return KP_EMALFORMED;
+            if (size > kp__conn_frame_limit(c)) {
+                c->frame_len = size; /* for the caller's message */
+                return KP_ELIMIT;
             }
             c->frame_len = size;
             c->frame_got = 0;

@@ -31,7 +31,7 @@ typedef enum kp__conn_state {
 } kp__conn_state_t;
 
 typedef struct kp__conn {
-    int32_t node_id; /* broker id, or -1-i for the i-th bootstrap address */
+    int32_t node_id; /* broker id, or i-n for the i-th of n bootstrap addresses */
     char host[256];
     int32_t port;
     int fd;
@@ -80,9 +80,14 @@ int kp__conn_finish_connect(kp__conn_t *c);
 long kp__conn_write(kp__conn_t *c, void (*on_written)(kp__conn_t *, kp__request_t *, void *),
                     void *arg);
 
+/* The largest response frame accepted next (kproducer.h's KP_MAX_*_FRAME): by the API of the
+ * oldest written request, whose answer comes next. */
+size_t kp__conn_frame_limit(const kp__conn_t *c);
+
 /* Reads until the socket would block; for every complete frame calls on_frame(c, body, len,
  * arg) (the body is valid during the call). Returns the bytes read (>= 0), or a negative KP_E*
- * code: KP_ENETWORK (EOF or a socket error), KP_EMALFORMED (a frame larger than the limit),
+ * code: KP_ENETWORK (EOF or a socket error), KP_ELIMIT (a size prefix above
+ * kp__conn_frame_limit; frame_len then holds it, and nothing was allocated for it),
  * KP_ENOMEM, or what on_frame returned when it was nonzero (then a KP_E* code too). */
 long kp__conn_read(kp__conn_t *c, int (*on_frame)(kp__conn_t *, uint8_t *, size_t, void *),
                    void *arg);

@@ -27,7 +27,7 @@ void kp__producer_wake(void *arg)
         ;
 }
 
-/* Parses bootstrap.servers into the bootstrap connections (node ids -1, -2, ...). */
+/* Parses bootstrap.servers into the bootstrap connections (node ids -n..-1 as listed). */
 static int add_bootstrap(kp_producer_t *p, char *errbuf, size_t errlen)
 {
     char list[sizeof(p->conf.bootstrap_servers)];
@@ -59,12 +59,15 @@ static int add_bootstrap(kp_producer_t *p, char *errbuf, size_t errlen)
         snprintf(c->host, sizeof(c->host), "%s", tok);
         c->port = (int32_t)port;
         c->fd = -1;
-        c->node_id = -1 - p->n_conns;
         p->conns[p->n_conns++] = c;
     }
     if (p->n_conns == 0) {
         snprintf(errbuf, errlen, "bootstrap.servers: no address");
         return KP_ECONF;
+    }
+    /* Ids -n..-1 in the order listed: conns stays sorted by id (sender_conns.c). */
+    for (int i = 0; i < p->n_conns; i++) {
+        p->conns[i]->node_id = i - p->n_conns;
     }
     p->n_bootstrap = p->n_conns;
     return 0;
@@ -391,8 +394,26 @@ void kp_stats(kp_producer_t *p, kp_stats_t *s)
 void kp__sender_set_error(kp_producer_t *p, int code, const char *msg)
 {
     pthread_mutex_lock(&p->error_lock);
-    p->last_error = code;
-    snprintf(p->last_error_msg, sizeof p->last_error_msg, "%s", msg ? msg : "");
+    if (code != 0 || p->last_error != KP_ELIMIT) { /* a ready connection clears no KP_ELIMIT */
+        p->last_error = code;
+        snprintf(p->last_error_msg, sizeof p->last_error_msg, "%s", msg ? msg : "");
+    }
+    pthread_mutex_unlock(&p->error_lock);
+}
+
+void kp__sender_limit_error(kp_producer_t *p, const char *msg)
+{
+    kp__sender_set_error(p, KP_ELIMIT, msg);
+    kp__metadata_fail_waiters(&p->md, KP_ELIMIT);
+}
+
+void kp__sender_clear_limit_error(kp_producer_t *p)
+{
+    pthread_mutex_lock(&p->error_lock);
+    if (p->last_error == KP_ELIMIT) {
+        p->last_error = 0;
+        p->last_error_msg[0] = '\0';
+    }
     pthread_mutex_unlock(&p->error_lock);
 }
 

@@ -76,10 +76,11 @@ struct kp_producer {
     char sasl_password[KP__SECRET_MAX];
 
     /* ---- sender only ---- */
-    kp__conn_t **conns;
+    kp__conn_t **conns; /* sorted by node_id, bootstrap ones (negative ids) first */
     int n_conns;
     int n_bootstrap;
     kp__drain_list_t *drain; /* one per conn, index-aligned with conns */
+    int pruned_version;      /* md.version when conns were last pruned */
     int32_t next_correlation;
     bool metadata_in_flight;
     bool pid_in_flight;
@@ -97,8 +98,18 @@ void *kp__sender_run(void *producer);
 
 /* ---- sender internals (sender.c, sender_io.c, sender_produce.c) ---- */
 
-/* Connection for a node id, created from metadata on first use; NULL when unknown. */
+/* The connection table (sender_conns.c). Connection for a node id (a binary search), created
+ * from metadata on first use; NULL when unknown or out of memory. Inserting moves entries of
+ * conns and drain (pointers to connections stay valid, indices do not). */
 kp__conn_t *kp__sender_conn(kp_producer_t *p, int32_t node_id);
+/* The index of node_id's connection in conns, or -1. */
+int kp__sender_conn_index(const kp_producer_t *p, int32_t node_id);
+/* True when one more socket may be opened: fewer than KP_MAX_CONNECTIONS are open, or the
+ * longest idle one (ready, nothing queued) was closed to make room. */
+bool kp__sender_conn_room(kp_producer_t *p, int64_t now);
+/* Frees the connections of brokers no longer in the metadata that are closed and hold
+ * nothing. Not while any caller holds a conn pointer or index (the loop's top only). */
+void kp__sender_conns_prune(kp_producer_t *p);
 /* Starts connecting when the backoff allows. */
 void kp__sender_maybe_connect(kp_producer_t *p, kp__conn_t *c, int64_t now);
 /* Frames and queues a request on a connection and tries to write it. Takes ownership of
@@ -111,9 +122,15 @@ void kp__sender_disconnect(kp_producer_t *p, kp__conn_t *c, int64_t now);
 /* Polls the sockets for up to timeout_ms and handles what happened. */
 void kp__sender_poll(kp_producer_t *p, int64_t timeout_ms);
 
-/* Records a connection-level failure for kp_last_error (code 0 clears it). The metadata
+/* Records a connection-level failure for kp_last_error (code 0 clears it, unless it is
+ * KP_ELIMIT). The metadata
  * waiters of kp_send learn KP_EAUTH / KP_ETLS* at once (kp__metadata_fail_waiters). */
 void kp__sender_set_error(kp_producer_t *p, int code, const char *msg);
+/* A broker's answer beyond a limit of kproducer.h: KP_ELIMIT with msg for kp_last_error (a
+ * connection becoming ready does not clear it) and for the metadata waiters of kp_send. */
+void kp__sender_limit_error(kp_producer_t *p, const char *msg);
+/* A Metadata answer was accepted: a KP_ELIMIT in kp_last_error is over. */
+void kp__sender_clear_limit_error(kp_producer_t *p);
 
 /* Sends Metadata / InitProducerId when due (sender_control.c). */
 void kp__sender_maybe_update_metadata(kp_producer_t *p, int64_t now);

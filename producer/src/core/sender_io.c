@@ -31,40 +31,6 @@ static void set_want_write(kp_producer_t *p, kp__conn_t *c, bool want)
     epoll_update(p, c, false);
 }
 
-kp__conn_t *kp__sender_conn(kp_producer_t *p, int32_t node_id)
-{
-    for (int i = 0; i < p->n_conns; i++) {
-        if (p->conns[i]->node_id == node_id) {
-            return p->conns[i];
-        }
-    }
-    const kp__node_t *n = kp__metadata_node(&p->md, node_id);
-    if (!n) {
-        return NULL;
-    }
-    kp__conn_t **v = realloc(p->conns, (size_t)(p->n_conns + 1) * sizeof(*v));
-    if (!v) {
-        return NULL;
-    }
-    p->conns = v;
-    kp__drain_list_t *d = realloc(p->drain, (size_t)(p->n_conns + 1) * sizeof(*d));
-    if (!d) {
-        return NULL;
-    }
-    p->drain = d;
-    memset(&p->drain[p->n_conns], 0, sizeof(*d));
-    kp__conn_t *c = calloc(1, sizeof(*c));
-    if (!c) {
-        return NULL;
-    }
-    c->node_id = node_id;
-    c->fd = -1;
-    memcpy(c->host, n->host, sizeof(c->host));
-    c->port = n->port;
-    p->conns[p->n_conns++] = c;
-    return c;
-}
-
 static int16_t our_max(int16_t api)
 {
     int16_t lo = 0, hi = 0;
@@ -88,6 +54,9 @@ void kp__sender_maybe_connect(kp_producer_t *p, kp__conn_t *c, int64_t now)
 {
     if (c->state != KP__CONN_DISCONNECTED || now < c->next_connect_ms) {
         return;
+    }
+    if (!kp__sender_conn_room(p, now)) {
+        return; /* KP_MAX_CONNECTIONS open and none idle: a later pass tries again */
     }
     if (kp__conn_connect(c, now, p->conf.reconnect_backoff_ms, p->conf.reconnect_backoff_max_ms) !=
         0) {
@@ -267,7 +236,16 @@ static void handle_event(kp_producer_t *p, kp__conn_t *c, uint32_t events, int64
         return;
     }
     if (events & EPOLLIN) {
-        if (kp__conn_read(c, on_frame, p) < 0) {
+        long rc = kp__conn_read(c, on_frame, p);
+        if (rc == KP_ELIMIT && c->fd >= 0 && c->size_got == 4) { /* the size prefix */
+            char msg[512];
+            snprintf(msg, sizeof msg,
+                     "broker %.256s:%d announced an answer of %zu bytes; at most %zu are "
+                     "accepted for it (kproducer.h, KP_MAX_*_FRAME)",
+                     c->host, (int)c->port, c->frame_len, kp__conn_frame_limit(c));
+            kp__sender_limit_error(p, msg);
+        }
+        if (rc < 0) {
             if (c->fd >= 0 && c->tls_error[0] != '\0' && c->state == KP__CONN_HANDSHAKE) {
                 char msg[512];
                 snprintf(msg, sizeof msg,

@@ -107,20 +107,30 @@ static int first_message(kp_producer_t *p, kp__conn_t *c, int64_t now)
     return rc;
 }
 
-/* Authenticated: READY, and the KIP-368 deadline at 85..95% of the session lifetime (as the
- * Java client picks it), jittered so that connections do not re-authenticate together. */
+int64_t kp__sasl_reauth_at(int64_t now, int64_t lifetime_ms, unsigned seed)
+{
+    if (lifetime_ms <= 0) {
+        return 0;
+    }
+    const int64_t max_lifetime = 30LL * 24 * 3600 * 1000;
+    if (lifetime_ms > max_lifetime) {
+        lifetime_ms = max_lifetime;
+    }
+    int64_t pct = 85 + rand_r(&seed) % 11;
+    int64_t delay = lifetime_ms * pct / 100;
+    return now + (delay < KP_SASL_REAUTH_MIN_MS ? KP_SASL_REAUTH_MIN_MS : delay);
+}
+
+/* Authenticated: READY, and the KIP-368 deadline (kp__sasl_reauth_at), jittered so that
+ * connections do not re-authenticate together. */
 static int authenticated(kp_producer_t *p, kp__conn_t *c, int64_t lifetime_ms, int64_t now)
 {
     c->state = KP__CONN_READY;
     c->sasl_step = 0;
     c->failures = 0;
-    memset(&c->scram, 0, sizeof c->scram);
-    c->reauth_at_ms = 0;
-    if (lifetime_ms > 0) {
-        unsigned seed = (unsigned)(now ^ (c->node_id * 2654435761u));
-        int pct = 85 + rand_r(&seed) % 11;
-        c->reauth_at_ms = now + lifetime_ms * pct / 100;
-    }
+    OPENSSL_cleanse(&c->scram, sizeof c->scram);
+    c->reauth_at_ms =
+        kp__sasl_reauth_at(now, lifetime_ms, (unsigned)(now ^ (c->node_id * 2654435761u)));
     kp__sender_set_error(p, 0, NULL);
     return 0;
 }

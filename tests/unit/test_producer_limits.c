@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "address_space_limit.h"
+#include "core/metadata.h"
 #include "kproducer.h"
 #include "scripted_broker.h"
 #include "test_util.h"
@@ -237,4 +238,30 @@ Test(producer_limits, connections_are_capped, .timeout = 180)
                   KP_MAX_CONNECTIONS);
     kp_close(p, 5000);
     sb_stop(sb);
+}
+
+static void no_wake(void *arg)
+{
+    (void)arg;
+}
+
+/* A producer registers at most KP_METADATA_MAX_TOPICS topics (a Metadata answer with more is
+ * refused, so one more topic could never become known). */
+Test(producer_limits, topics_are_capped)
+{
+    kp__metadata_t md;
+    cr_assert_eq(kp__metadata_init(&md, 100, 300000), 0);
+    kp__topic_md_t *t = NULL;
+    int32_t n = 0;
+    char name[32];
+    for (int i = 0; i < KP_METADATA_MAX_TOPICS; i++) {
+        snprintf(name, sizeof name, "topic-%d", i);
+        int rc = kp__metadata_wait_topic(&md, name, 0, no_wake, NULL, &t, &n);
+        cr_assert_eq(rc, KP_EMETADATA_TIMEOUT, "topic %d: %s", i, kp_err_name(rc));
+    }
+    int rc = kp__metadata_wait_topic(&md, "one-more", 0, no_wake, NULL, &t, &n);
+    cr_assert_eq(rc, KP_ELIMIT, "topic %d: %s", KP_METADATA_MAX_TOPICS + 1, kp_err_name(rc));
+    rc = kp__metadata_wait_topic(&md, "topic-7", 0, no_wake, NULL, &t, &n);
+    cr_assert_eq(rc, KP_EMETADATA_TIMEOUT, "a known topic: %s", kp_err_name(rc));
+    kp__metadata_destroy(&md);
 }

@@ -17,6 +17,9 @@ sw_add_unit_test(test_error_paths_kp SOURCES unit/test_error_paths_kp.c
 # partitions, oversized frames, a thousand leaders (time and peak RSS bounds).
 sw_add_unit_test(test_producer_limits SOURCES unit/test_producer_limits.c
                  support/scripted_broker.c LIBS kproducer_internal TIMEOUT 600)
+# The program closing the sender's epoll set and eventfd (sender_epoll.c): no spin, recovery.
+sw_add_unit_test(test_producer_fd_faults SOURCES unit/test_producer_fd_faults.c
+                 support/scripted_broker.c LIBS kproducer_internal TIMEOUT 300)
 sw_add_unit_test(test_accumulator SOURCES unit/test_accumulator.c LIBS kproducer_internal)
 
 # Real-broker tests: each file tests/integration/test_producer_<name>.c is one criterion

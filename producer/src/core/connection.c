@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/tls.h"
@@ -35,10 +36,16 @@ static int64_t backoff_for(kp__conn_t *c, int64_t backoff_ms, int64_t backoff_ma
     return b;
 }
 
+uint64_t kp__fd_ino(int fd)
+{
+    struct stat st;
+    return fd >= 0 && fstat(fd, &st) == 0 ? (uint64_t)st.st_ino : 0;
+}
+
 void kp__conn_close(kp__conn_t *c, int64_t now, int64_t backoff_ms, int64_t backoff_max_ms)
 {
     kp__tls_free(c);
-    if (c->fd >= 0) {
+    if (c->fd >= 0 && kp__fd_ino(c->fd) == c->sock_ino) {
         close(c->fd);
     }
     c->fd = -1;
@@ -77,6 +84,7 @@ int kp__conn_connect(kp__conn_t *c, int64_t now, int64_t backoff_ms, int64_t bac
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
         if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0 || errno == EINPROGRESS) {
             c->fd = fd;
+            c->sock_ino = kp__fd_ino(fd);
             c->state = KP__CONN_CONNECTING;
             rc = 0;
             break;

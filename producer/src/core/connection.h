@@ -35,6 +35,7 @@ typedef struct kp__conn {
     char host[256];
     int32_t port;
     int fd;
+    uint64_t sock_ino; /* the socket's inode (kp__fd_ino): fd is ours while they match */
     kp__conn_state_t state;
     bool want_write; /* EPOLLOUT registered */
     int failures;    /* consecutive failed attempts, for the backoff */
@@ -64,11 +65,16 @@ typedef struct kp__conn {
     kp__scram_t scram;
 } kp__conn_t;
 
+/* The inode number of an open descriptor, 0 when it is not open. */
+uint64_t kp__fd_ino(int fd);
+
 /* Starts a non-blocking connect. Returns 0 (state CONNECTING) or KP_ENETWORK (no address, or
  * every address refused) after which the state is DISCONNECTED with a backoff. */
 int kp__conn_connect(kp__conn_t *c, int64_t now, int64_t backoff_ms, int64_t backoff_max_ms);
 
-/* Closes the socket (requests stay queued for the caller to fail); sets the backoff. */
+/* Closes the socket, unless the program closed it first (its inode is not sock_ino: the
+ * number may be the program's now); requests stay queued for the caller to fail; sets the
+ * backoff. */
 void kp__conn_close(kp__conn_t *c, int64_t now, int64_t backoff_ms, int64_t backoff_max_ms);
 
 /* Checks a CONNECTING socket's result (SO_ERROR). Returns 0 when connected, else KP_ENETWORK. */

@@ -38,8 +38,14 @@ struct kp_producer {
     kp__accumulator_t acc;
     kp__metadata_t md;
     pthread_t thread;
+    /* The epoll set (sender only after creation) and the eventfd that wakes it, with their
+     * inodes, by which sender_epoll.c knows whether a descriptor is still the producer's.
+     * wakefd: replaced by the sender (release) when the program closed it, read by
+     * kp__producer_wake on any thread (acquire); wakefd_ino and epfd* are the sender's. */
     int epfd;
-    int wakefd;
+    uint64_t epfd_ino;
+    atomic_int wakefd;
+    uint64_t wakefd_ino;
     /* Coalesces wakeups: set (acq_rel exchange) by the thread that writes the eventfd, cleared
      * (release store) by the sender before it reads the eventfd; partner: each other. */
     atomic_bool wake_pending;
@@ -121,6 +127,17 @@ int kp__sender_send(kp_producer_t *p, kp__conn_t *c, int16_t api, int16_t versio
 void kp__sender_disconnect(kp_producer_t *p, kp__conn_t *c, int64_t now);
 /* Polls the sockets for up to timeout_ms and handles what happened. */
 void kp__sender_poll(kp_producer_t *p, int64_t timeout_ms);
+
+/* The epoll set and wakeup eventfd (sender_epoll.c). Open: makes both and registers the
+ * eventfd; returns 0 or KP_ENOMEM (what was made is in epfd/wakefd for producer_free). */
+int kp__sender_epoll_open(kp_producer_t *p);
+/* epoll_wait failed with EBADF or EINVAL (the program closed the epoll set): makes a new one,
+ * a new eventfd if that was closed too, registers every connection whose socket is still
+ * the producer's, and drops the others without closing their numbers. When no new set can be
+ * made, records why for kp_last_error and waits timeout_ms instead. */
+void kp__sender_epoll_recover(kp_producer_t *p, int64_t now, int64_t timeout_ms);
+/* True when fd is open and still the file of inode ino (kp__fd_ino when it was opened). */
+bool kp__sender_fd_ours(int fd, uint64_t ino);
 
 /* Records a connection-level failure for kp_last_error (code 0 clears it, unless it is
  * KP_ELIMIT). The metadata

@@ -300,13 +300,20 @@ void kp__sender_poll(kp_producer_t *p, int64_t timeout_ms)
     }
     int n = epoll_wait(p->epfd, ev, 64, (int)timeout_ms);
     int64_t now = swc__monotonic_ms();
+    if (n < 0) {
+        if (errno == EBADF || errno == EINVAL) {
+            kp__sender_epoll_recover(p, now, timeout_ms); /* the program closed it */
+        }
+        n = 0; /* EINTR: nothing happened */
+    }
     for (int i = 0; i < n; i++) {
         if (!ev[i].data.ptr) {
             /* Release: a kp_send that sets wake_pending after this store writes the eventfd
              * again (partner: the exchange in kp__producer_wake). */
             atomic_store_explicit(&p->wake_pending, false, memory_order_release);
             uint64_t v;
-            while (read(p->wakefd, &v, sizeof(v)) < 0 && errno == EINTR)
+            int wakefd = atomic_load_explicit(&p->wakefd, memory_order_relaxed); /* ours */
+            while (read(wakefd, &v, sizeof(v)) < 0 && errno == EINTR)
                 ;
             continue;
         }

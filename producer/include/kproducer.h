@@ -99,7 +99,7 @@ const char *kp_strerror(int code);
 #define KP_MAX_CONTROL_FRAME       (64 * 1024)
 #define KP_MAX_METADATA_FRAME      (4 * 1024 * 1024)
 #define KP_MAX_PRODUCE_FRAME       (1024 * 1024)
-#define KP_SASL_REAUTH_MIN_MS      10000
+#define KP_SASL_REAUTH_MIN_MS      2000
 
 /* ---------------------------------------------------------------------------------------- */
 /* Configuration                                                                             */

@@ -7,6 +7,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/crypto.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,7 +53,7 @@ void kp__conn_close(kp__conn_t *c, int64_t now, int64_t backoff_ms, int64_t back
     c->sasl_step = 0;
     c->reauth_waiting = false;
     c->reauth_at_ms = 0;
-    memset(&c->scram, 0, sizeof c->scram);
+    OPENSSL_cleanse(&c->scram, sizeof c->scram);
     c->want_write = false;
     c->state = KP__CONN_DISCONNECTED;
     c->failures++;
@@ -143,8 +144,7 @@ long kp__conn_write(kp__conn_t *c, void (*on_written)(kp__conn_t *, kp__request_
         if (r->off < r->len) {
             return total;
         }
-        free(r->buf);
-        r->buf = NULL;
+        kp__request_buf_free(r);
         c->in_flight.unsent = r->next;
         on_written(c, r, arg);
     }

@@ -55,13 +55,16 @@ static int send_authenticate(kp_producer_t *p, kp__conn_t *c, const void *auth, 
                              int64_t now)
 {
     kp_writer_t w;
-    int rc = kp__writer_init_growable(&w, len + 16);
+    int rc = kp__writer_init_growable(&w, len + 16); /* room enough: never reallocated */
     if (rc == 0) {
         rc = kp__sasl_authenticate_request_write(&w, c->sasl_authenticate_version, auth, len);
     }
     if (rc == 0) {
         rc = kp__sender_send(p, c, KP_API_SASL_AUTHENTICATE, c->sasl_authenticate_version, &w, true,
                              NULL, 0, now);
+    }
+    if (w.buf) {
+        OPENSSL_cleanse(w.buf, w.cap); /* PLAIN's password, SCRAM's proof */
     }
     kp__writer_free(&w);
     c->sasl_step++;
@@ -162,9 +165,12 @@ static int handle_authenticate(kp_producer_t *p, kp__conn_t *c, kp_reader_t *bod
     int rc = kp__scram_client_final(&c->scram, p->sasl_password, (const char *)resp.auth,
                                     resp.auth_len, final, sizeof final, err, sizeof err);
     if (rc != 0) {
+        OPENSSL_cleanse(final, sizeof final);
         return auth_failed(p, c, err, NULL, 0);
     }
-    return send_authenticate(p, c, final, strlen(final), now);
+    rc = send_authenticate(p, c, final, strlen(final), now);
+    OPENSSL_cleanse(final, sizeof final); /* the client proof */
+    return rc;
 }
 
 int kp__sasl_handle(kp_producer_t *p, kp__conn_t *c, kp__request_t *r, kp_reader_t *body,

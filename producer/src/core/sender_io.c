@@ -119,6 +119,7 @@ int kp__sender_send(kp_producer_t *p, kp__conn_t *c, int16_t api, int16_t versio
     r->version = version;
     r->expect_response = expect_response;
     r->created_ms = now;
+    r->secret = api == KP_API_SASL_AUTHENTICATE; /* PLAIN's password, SCRAM's proof */
     r->buf = kp__writer_detach(&w, &r->len);
     r->batches = batches;
     r->n_batches = n;

@@ -123,6 +123,9 @@ void kp__sender_maybe_connect(kp_producer_t *p, kp__conn_t *c, int64_t now);
 int kp__sender_send(kp_producer_t *p, kp__conn_t *c, int16_t api, int16_t version,
                     kp_writer_t *body, bool expect_response, kp__batch_t **batches, int n,
                     int64_t now);
+/* Closes a connection with nothing in flight without counting a failure or asking for
+ * metadata (making room under KP_MAX_CONNECTIONS): it may connect again at once. */
+void kp__sender_close_idle(kp_producer_t *p, kp__conn_t *c, int64_t now);
 /* Closes a connection and fails or retries everything it had in flight. */
 void kp__sender_disconnect(kp_producer_t *p, kp__conn_t *c, int64_t now);
 /* Polls the sockets for up to timeout_ms and handles what happened. */

@@ -104,10 +104,7 @@ bool kp__sender_conn_room(kp_producer_t *p, int64_t now)
     if (victim < 0) {
         return false; /* every open connection is busy: wait for one to become idle */
     }
-    kp__conn_t *c = p->conns[victim];
-    kp__sender_disconnect(p, c, now);
-    c->failures = 0; /* closed as idle (as by connections.max.idle.ms), not failed */
-    c->next_connect_ms = now;
+    kp__sender_close_idle(p, p->conns[victim], now);
     return true;
 }
 

@@ -155,6 +155,16 @@ void kp__sender_disconnect(kp_producer_t *p, kp__conn_t *c, int64_t now)
     kp__metadata_request_update(&p->md); /* a disconnect forces a refresh */
 }
 
+void kp__sender_close_idle(kp_producer_t *p, kp__conn_t *c, int64_t now)
+{
+    if (c->fd >= 0) {
+        epoll_ctl(p->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+    }
+    kp__conn_close(c, now, p->conf.reconnect_backoff_ms, p->conf.reconnect_backoff_max_ms);
+    c->failures = 0; /* closed as idle, not failed: may connect again at once */
+    c->next_connect_ms = now;
+}
+
 static int on_frame(kp__conn_t *c, uint8_t *frame, size_t len, void *arg)
 {
     kp_producer_t *p = arg;

@@ -21,6 +21,7 @@
 
 #include "core/producer_impl.h"
 #include "kproducer.h"
+#include "producer_test_util.h"
 #include "scripted_broker.h"
 #include "test_util.h"
 #include "thread_stat.h"
@@ -49,33 +50,11 @@ static void skip_under_tsan(void)
 
 static atomic_int delivered_ok;
 
-static void on_delivery(void *opaque, int error, int32_t partition, int64_t offset)
-{
-    (void)opaque;
-    (void)partition;
-    (void)offset;
-    if (error == 0) {
-        atomic_fetch_add_explicit(&delivered_ok, 1, memory_order_relaxed);
-    }
-}
-
-static kp_producer_t *producer(const char *bootstrap)
-{
-    char err[256];
-    kp_conf_t *c = kp_conf_new();
-    cr_assert_not_null(c);
-    cr_assert_eq(kp_conf_set(c, "bootstrap.servers", bootstrap, err, sizeof err), KP_OK, "%s", err);
-    kp_producer_t *p = NULL;
-    int rc = kp_producer_new(c, &p, err, sizeof err);
-    kp_conf_destroy(c);
-    cr_assert_eq(rc, KP_OK, "kp_producer_new: %s: %s", kp_err_name(rc), err);
-    return p;
-}
-
 /* Sends one record and waits (bounded) for its delivery: `total` delivered so far. */
 static void deliver_one(kp_producer_t *p, int total)
 {
-    int rc = kp_send(p, TOPIC, -1, "k", 1, "v", 1, NULL, 0, 0, on_delivery, NULL);
+    int rc =
+        kp_send(p, TOPIC, -1, "k", 1, "v", 1, NULL, 0, 0, producer_test_count_ok, &delivered_ok);
     cr_assert_eq(rc, KP_OK, "kp_send: %s", kp_err_name(rc));
     cr_assert_eq(kp_flush(p, 20000), KP_OK, "record %d not delivered within 20 s", total);
     cr_assert_eq(atomic_load_explicit(&delivered_ok, memory_order_relaxed), total);
@@ -112,7 +91,7 @@ Test(producer_fd_faults, closed_epoll_set_is_recreated, .timeout = 120)
 {
     skip_under_tsan();
     sb_broker_t *sb = sb_start(TOPIC, 1, NULL, NULL);
-    kp_producer_t *p = producer(sb->bootstrap);
+    kp_producer_t *p = producer_test_new(sb->bootstrap, NULL);
     deliver_one(p, 1);
     cr_assert_eq(close(p->epfd), 0, "close of the sender's epoll set: %s", strerror(errno));
     expect_sender_idle("its epoll set was closed");
@@ -128,7 +107,7 @@ Test(producer_fd_faults, closed_descriptors_reused_by_the_program, .timeout = 12
 {
     skip_under_tsan();
     sb_broker_t *sb = sb_start(TOPIC, 1, NULL, NULL);
-    kp_producer_t *p = producer(sb->bootstrap);
+    kp_producer_t *p = producer_test_new(sb->bootstrap, NULL);
     deliver_one(p, 1);
     int wakefd = atomic_load_explicit(&p->wakefd, memory_order_relaxed);
     cr_assert_eq(close(p->epfd), 0);

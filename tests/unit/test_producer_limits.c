@@ -21,6 +21,7 @@
 #include "address_space_limit.h"
 #include "core/metadata.h"
 #include "kproducer.h"
+#include "producer_test_util.h"
 #include "scripted_broker.h"
 #include "test_util.h"
 
@@ -28,38 +29,12 @@
 #define RSS_KB   (64 * 1024) /* peak RSS growth allowed, in kB */
 #define REFUSE_S 20.0        /* time to refuse a hostile answer, in s */
 
-static char err[512];
-
-static kp_producer_t *producer(const char *bootstrap, const char *const *kv)
-{
-    kp_conf_t *c = kp_conf_new();
-    cr_assert_not_null(c);
-    cr_assert_eq(kp_conf_set(c, "bootstrap.servers", bootstrap, err, sizeof err), KP_OK, "%s", err);
-    for (; kv && kv[0]; kv += 2) {
-        cr_assert_eq(kp_conf_set(c, kv[0], kv[1], err, sizeof err), KP_OK, "%s", err);
-    }
-    kp_producer_t *p = NULL;
-    int rc = kp_producer_new(c, &p, err, sizeof err);
-    kp_conf_destroy(c);
-    cr_assert_eq(rc, KP_OK, "kp_producer_new: %s: %s", kp_err_name(rc), err);
-    return p;
-}
-
 static atomic_int delivered_ok;
-
-static void on_delivery(void *opaque, int error, int32_t partition, int64_t offset)
-{
-    (void)opaque;
-    (void)partition;
-    (void)offset;
-    if (error == 0) {
-        atomic_fetch_add_explicit(&delivered_ok, 1, memory_order_relaxed);
-    }
-}
 
 static int send_one(kp_producer_t *p, int32_t partition)
 {
-    return kp_send(p, TOPIC, partition, "k", 1, "v", 1, NULL, 0, 0, on_delivery, NULL);
+    return kp_send(p, TOPIC, partition, "k", 1, "v", 1, NULL, 0, 0, producer_test_count_ok,
+                   &delivered_ok);
 }
 
 /* Starts the broker, lets `setup` make it hostile, and caps the address space. Returns the
@@ -116,8 +91,20 @@ static void expect_usable(sb_broker_t *sb, kp_producer_t *p)
     cr_assert_eq(kp_last_error(p, NULL, 0), 0, "kp_last_error still set after a sane answer");
 }
 
-static const char *const fast[] = {"max.block.ms", "40000", "reconnect.backoff.max.ms", "200",
-                                   NULL};
+/* One hostile answer (setup makes the broker give it): refused (expect_refused, with a
+ * reason that mentions `mention`), then the producer works again (expect_usable). */
+static void hostile_case(void (*setup)(sb_broker_t *), const char *mention)
+{
+    static const char *const kv[] = {"max.block.ms", "40000", "reconnect.backoff.max.ms", "200",
+                                     NULL};
+    sb_broker_t *sb;
+    long rss = hostile_start(&sb, setup);
+    kp_producer_t *p = producer_test_new(sb->bootstrap, kv);
+    expect_refused(p, rss, mention);
+    expect_usable(sb, p);
+    kp_close(p, 5000);
+    sb_stop(sb);
+}
 
 static void two_million_brokers(sb_broker_t *sb)
 {
@@ -126,13 +113,7 @@ static void two_million_brokers(sb_broker_t *sb)
 
 Test(producer_limits, metadata_with_millions_of_brokers, .timeout = 120)
 {
-    sb_broker_t *sb;
-    long rss = hostile_start(&sb, two_million_brokers);
-    kp_producer_t *p = producer(sb->bootstrap, fast);
-    expect_refused(p, rss, "announced an answer of");
-    expect_usable(sb, p);
-    kp_close(p, 5000);
-    sb_stop(sb);
+    hostile_case(two_million_brokers, "announced an answer of");
 }
 
 static void brokers_over_cap(sb_broker_t *sb)
@@ -142,16 +123,10 @@ static void brokers_over_cap(sb_broker_t *sb)
 
 Test(producer_limits, metadata_with_more_brokers_than_the_cap, .timeout = 120)
 {
-    sb_broker_t *sb;
-    long rss = hostile_start(&sb, brokers_over_cap);
-    kp_producer_t *p = producer(sb->bootstrap, fast);
     char mention[64];
     snprintf(mention, sizeof mention, "%d brokers, more than the %d", KP_METADATA_MAX_BROKERS * 5,
              KP_METADATA_MAX_BROKERS);
-    expect_refused(p, rss, mention);
-    expect_usable(sb, p);
-    kp_close(p, 5000);
-    sb_stop(sb);
+    hostile_case(brokers_over_cap, mention);
 }
 
 static void two_million_partitions(sb_broker_t *sb)
@@ -161,13 +136,7 @@ static void two_million_partitions(sb_broker_t *sb)
 
 Test(producer_limits, metadata_with_millions_of_partitions, .timeout = 120)
 {
-    sb_broker_t *sb;
-    long rss = hostile_start(&sb, two_million_partitions);
-    kp_producer_t *p = producer(sb->bootstrap, fast);
-    expect_refused(p, rss, "announced an answer of");
-    expect_usable(sb, p);
-    kp_close(p, 5000);
-    sb_stop(sb);
+    hostile_case(two_million_partitions, "announced an answer of");
 }
 
 static void partitions_over_cap(sb_broker_t *sb)
@@ -177,16 +146,10 @@ static void partitions_over_cap(sb_broker_t *sb)
 
 Test(producer_limits, metadata_with_more_partitions_than_the_cap, .timeout = 120)
 {
-    sb_broker_t *sb;
-    long rss = hostile_start(&sb, partitions_over_cap);
-    kp_producer_t *p = producer(sb->bootstrap, fast);
     char mention[64];
     snprintf(mention, sizeof mention, "100000 partitions of a topic, more than the %d",
              KP_METADATA_MAX_PARTITIONS);
-    expect_refused(p, rss, mention);
-    expect_usable(sb, p);
-    kp_close(p, 5000);
-    sb_stop(sb);
+    hostile_case(partitions_over_cap, mention);
 }
 
 static void huge_api_versions(sb_broker_t *sb)
@@ -196,15 +159,9 @@ static void huge_api_versions(sb_broker_t *sb)
 
 Test(producer_limits, api_versions_answer_over_the_frame_limit, .timeout = 120)
 {
-    sb_broker_t *sb;
-    long rss = hostile_start(&sb, huge_api_versions);
-    kp_producer_t *p = producer(sb->bootstrap, fast);
     char mention[64];
     snprintf(mention, sizeof mention, "announced an answer of %u bytes", 48u << 20);
-    expect_refused(p, rss, mention);
-    expect_usable(sb, p);
-    kp_close(p, 5000);
-    sb_stop(sb);
+    hostile_case(huge_api_versions, mention);
 }
 
 static void thousand_leaders(sb_broker_t *sb)
@@ -221,7 +178,7 @@ Test(producer_limits, connections_are_capped, .timeout = 180)
     hostile_start(&sb, thousand_leaders);
     static const char *const kv[] = {"enable.idempotence", "false", "acks", "1",
                                      "linger.ms",          "0",     NULL};
-    kp_producer_t *p = producer(sb->bootstrap, kv);
+    kp_producer_t *p = producer_test_new(sb->bootstrap, kv);
     for (int32_t k = 0; k < 1000; k++) {
         int rc = send_one(p, k);
         cr_assert_eq(rc, KP_OK, "kp_send to partition %d: %s", k, kp_err_name(rc));

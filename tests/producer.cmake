@@ -13,6 +13,13 @@ sw_add_unit_test(test_producer_sender SOURCES unit/test_producer_sender.c
 # Every error kproducer.h documents, called; what needs a broker against the scripted broker.
 sw_add_unit_test(test_error_paths_kp SOURCES unit/test_error_paths_kp.c
                  support/scripted_broker.c LIBS kproducer_internal TIMEOUT 120)
+# kproducer.h's limits against a hostile scripted broker: answers of millions of brokers or
+# partitions, oversized frames, a thousand leaders (time and peak RSS bounds).
+sw_add_unit_test(test_producer_limits SOURCES unit/test_producer_limits.c
+                 support/scripted_broker.c LIBS kproducer_internal TIMEOUT 600)
+# The program closing the sender's epoll set and eventfd (sender_epoll.c): no spin, recovery.
+sw_add_unit_test(test_producer_fd_faults SOURCES unit/test_producer_fd_faults.c
+                 support/scripted_broker.c LIBS kproducer_internal TIMEOUT 300)
 sw_add_unit_test(test_accumulator SOURCES unit/test_accumulator.c LIBS kproducer_internal)
 
 # Real-broker tests: each file tests/integration/test_producer_<name>.c is one criterion

@@ -54,7 +54,8 @@ extern "C" {
     X(AUTH, -221, "SASL authentication failed (wrong credentials or mechanism)")        \
     X(TLS, -222, "TLS handshake with the broker failed")                                \
     X(TLS_UNTRUSTED, -223, "the broker's certificate is not trusted (ssl.truststore)")  \
-    X(TLS_HOSTNAME, -224, "the broker's certificate does not match its host name")
+    X(TLS_HOSTNAME, -224, "the broker's certificate does not match its host name")      \
+    X(LIMIT, -225, "a broker's answer exceeds a limit of this library (kp_last_error)")
 
 typedef enum kp_errno {
     KP_OK = 0,
@@ -69,6 +70,36 @@ const char *kp_err_name(int code);
 /* Returns the human message for a code ("success" for 0, "unknown error" for a number not in
  * the table). Never NULL; any thread. */
 const char *kp_strerror(int code);
+
+/*
+ * Limits on what a broker may answer. A broker, or anyone between it and the producer (the
+ * default security.protocol is PLAINTEXT), must not be able to make the host process allocate
+ * without bound or loop for long. An answer beyond one of these is refused: the connection is
+ * closed and reconnected with backoff, kp_last_error() returns KP_ELIMIT with a message naming
+ * the broker and the limit, and a kp_send() waiting for the metadata of a topic it does not
+ * know yet returns KP_ELIMIT at once. Kafka's own recommendations stay far below them.
+ *   KP_METADATA_MAX_BROKERS     brokers in one Metadata answer (and replicas of a partition)
+ *   KP_METADATA_MAX_PARTITIONS  partitions of one topic
+ *   KP_METADATA_MAX_TOPICS      topics in one Metadata answer, and topics one producer sends
+ *                               to (kp_send to one more returns KP_ELIMIT)
+ *   KP_MAX_CONNECTIONS          broker connections open at once; beyond it the producer closes
+ *                               its longest idle connection (nothing in flight) first, or
+ *                               waits for one to become idle
+ * Response frames: ApiVersions, SASL, InitProducerId answers at most KP_MAX_CONTROL_FRAME
+ * bytes, Metadata answers KP_MAX_METADATA_FRAME, Produce answers KP_MAX_PRODUCE_FRAME plus
+ * 64 KiB per partition in the request; a larger size prefix closes the connection.
+ * A SASL session lifetime (SaslAuthenticate v1+, KIP-368) is re-authenticated at 85..95% of
+ * it, but never sooner than KP_SASL_REAUTH_MIN_MS after the last authentication, and a
+ * lifetime above 30 days counts as 30 days.
+ */
+#define KP_METADATA_MAX_BROKERS    1024
+#define KP_METADATA_MAX_PARTITIONS 16384
+#define KP_METADATA_MAX_TOPICS     4096
+#define KP_MAX_CONNECTIONS         64
+#define KP_MAX_CONTROL_FRAME       (64 * 1024)
+#define KP_MAX_METADATA_FRAME      (4 * 1024 * 1024)
+#define KP_MAX_PRODUCE_FRAME       (1024 * 1024)
+#define KP_SASL_REAUTH_MIN_MS      2000
 
 /* ---------------------------------------------------------------------------------------- */
 /* Configuration                                                                             */
@@ -198,7 +229,10 @@ int kp_producer_new(const kp_conf_t *conf, kp_producer_t **out, char *errbuf, si
  *                           a batch's memory within buffer.memory);
  *   KP_EAUTH, KP_ETLS, KP_ETLS_UNTRUSTED, KP_ETLS_HOSTNAME
  *                           at once, while the topic's metadata is unknown, when the last
- *                           connection attempt failed authentication (kp_last_error says more).
+ *                           connection attempt failed authentication (kp_last_error says more);
+ *   KP_ELIMIT               at once, while the topic's metadata is unknown, when the last
+ *                           Metadata answer exceeded a limit (see KP_METADATA_MAX_BROKERS);
+ *                           or the producer already sends to KP_METADATA_MAX_TOPICS topics.
  * Any thread, a delivery callback of p too (then it never waits, see kp_delivery_cb_t);
  * blocks only as described.
  * Shutdown: once kp_close() has begun, a kp_send() blocked waiting for metadata or buffer
@@ -248,9 +282,10 @@ void kp_stats(kp_producer_t *p, kp_stats_t *stats);
 
 /*
  * The most recent connection-level failure (KP_ETLS*, KP_EAUTH) since a connection last
- * became ready: returns its code (0: none) and writes a message naming the broker and, for
- * SASL, the mechanism into buf (when not NULL; truncated to len). The message never holds a
- * secret. Any thread; never blocks for long.
+ * became ready, or the last broker answer refused as beyond a limit (KP_ELIMIT, until a
+ * Metadata answer is accepted): returns its code (0: none) and writes a message naming the
+ * broker and, for SASL, the mechanism, for KP_ELIMIT the limit, into buf (when not NULL;
+ * truncated to len). The message never holds a secret. Any thread; never blocks for long.
  */
 int kp_last_error(kp_producer_t *p, char *buf, size_t len);
 

@@ -9,10 +9,11 @@
  * sends. Request i has correlation id 1000 + i; the last one may still be unwritten (bit 7 of
  * byte 0). Any stream is answered by frames delivered, or by a refusal, never a fault.
  *
- * Size prefixes between 64 KiB and the connection's 64 MiB limit are folded into 64..68 KiB
+ * Size prefixes between 64 KiB and the largest limit of a connection (KP_MAX_METADATA_FRAME;
+ * control APIs accept KP_MAX_CONTROL_FRAME, kp__conn_frame_limit) are folded into 64..68 KiB
  * before the stream is sent: such a frame can never arrive whole in a fuzz input anyway, and
- * under ASan each 64 MiB buffer costs a millisecond, which would slow the run a hundredfold.
- * Prefixes above the limit are kept (the refusal path).
+ * under ASan each large buffer costs time. Folded prefixes are still refused for the control
+ * APIs; prefixes above the limit are kept (the refusal path).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -105,7 +106,7 @@ static int requests_queue(kp__conn_t *c, const uint8_t *data, size_t size, size_
 }
 
 #define FOLD_FROM (64u * 1024)
-#define FRAME_MAX (64u * 1024 * 1024) /* connection.c's MAX_FRAME */
+#define FRAME_MAX ((uint32_t)KP_MAX_METADATA_FRAME) /* kp__conn_frame_limit's largest */
 
 /* Folds the size prefixes of the stream in place (see the top of the file). */
 static void sizes_fold(uint8_t *s, size_t len)

@@ -1,12 +1,13 @@
 /*
- * producer_test_util.h - helpers shared by the producer's integration tests (criterion):
- * creating a producer from key/value settings, and walking the "<tag>:<id>..." lines that the
- * tests read back from a topic with kcat.
+ * producer_test_util.h - helpers shared by the producer's tests (criterion): creating a
+ * producer from key/value settings, counting successful deliveries, and walking the
+ * "<tag>:<id>..." lines that the tests read back from a topic with kcat.
  */
 #ifndef PRODUCER_TEST_UTIL_H
 #define PRODUCER_TEST_UTIL_H
 
 #include <criterion/criterion.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,18 @@ static inline kp_producer_t *producer_test_new(const char *bootstrap, const char
     kp_conf_destroy(c);
     cr_assert_eq(rc, KP_OK, "kp_producer_new: %s: %s", kp_err_name(rc), err);
     return p;
+}
+
+/* A kp_delivery_cb_t that counts the successful deliveries in the atomic_int `opaque` points
+ * to (relaxed: read after kp_flush, which orders the callbacks before its return). */
+static inline void producer_test_count_ok(void *opaque, int error, int32_t partition,
+                                          int64_t offset)
+{
+    (void)partition;
+    (void)offset;
+    if (error == 0) {
+        atomic_fetch_add_explicit((atomic_int *)opaque, 1, memory_order_relaxed);
+    }
 }
 
 /* Expects kp_conf_set(name, value) on a fresh conf to fail with KP_ECONF, a message that

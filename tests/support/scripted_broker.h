@@ -102,6 +102,16 @@ struct sb_broker {
     int damage_metadata;       /* test: the next this many Metadata responses number the last
                                   partition 1000 * n_partitions */
     struct sb_pstate *pstates; /* per partition: the sequence state of the last producer id */
+    /* A hostile broker (tests of kproducer.h's limits). Metadata answers are streamed, never
+       built in memory, so the double's own memory stays small whatever it claims. */
+    int64_t md_brokers;          /* > 0: Metadata answers list this many brokers, ids 0..n-1, all at
+                                    this broker's address */
+    int64_t md_partitions;       /* > 0: the topic has this many partitions in Metadata answers,
+                                    partition k led by broker k % md_brokers; a Produce to a
+                                    partition >= n_partitions is answered as appended, not logged */
+    uint32_t api_versions_claim; /* > 0: ApiVersions answers announce a frame this long and
+                                    send zeros until the client closes or it is sent */
+    int max_open;                /* the most connections open at once */
 };
 
 /* Starts a broker on a free loopback port for `topic` with n_partitions (<= 8) and the

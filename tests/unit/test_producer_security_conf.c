@@ -2,8 +2,8 @@
  * test_producer_security_conf.c - the producer's security settings without a broker:
  * security.protocol / sasl.mechanism / ssl.* values and aliases, the sasl.jaas.config parser
  * (quoting, escapes, wrong module, missing options; no secret in any message), SCRAM against
- * RFC 7677's SCRAM-SHA-256 example, the server-first / server-final checks, and
- * kp_producer_new's TLS file errors.
+ * RFC 7677's SCRAM-SHA-256 example, the server-first / server-final checks,
+ * kp_producer_new's TLS file errors, and the clamp of a broker's SASL session lifetime.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -11,6 +11,7 @@
 
 #include "core/conf.h"
 #include "core/jaas.h"
+#include "core/sasl.h"
 #include "core/scram.h"
 #include "kproducer.h"
 #include "producer_test_util.h"
@@ -289,4 +290,27 @@ Test(security_conf, producer_new_names_unreadable_tls_files)
     cr_assert_not_null(strstr(err, "/nonexistent/k.pem"), "%s", err);
     cr_assert_null(strstr(err, "s3cr"), "%s", err);
     kp_conf_destroy(c);
+}
+
+/* KIP-368's session_lifetime_ms comes from the broker (or whoever sits between): a tiny one
+ * must not make the sender re-authenticate in a loop, a huge one must not overflow. */
+Test(security_conf, sasl_session_lifetime_is_clamped)
+{
+    const int64_t now = 1000000;
+    const int64_t month = 30LL * 24 * 3600 * 1000;
+    cr_assert_eq(kp__sasl_reauth_at(now, 0, 1), 0, "no lifetime: no re-authentication");
+    cr_assert_eq(kp__sasl_reauth_at(now, -5, 1), 0);
+    for (unsigned seed = 0; seed < 200; seed++) {
+        int64_t at = kp__sasl_reauth_at(now, 1, seed);
+        cr_assert_eq(at, now + KP_SASL_REAUTH_MIN_MS, "a 1 ms lifetime re-authenticates at %lld",
+                     (long long)(at - now));
+        at = kp__sasl_reauth_at(now, 100000, seed);
+        cr_assert(at >= now + 85000 && at <= now + 95000, "85..95%% of 100 s: %lld",
+                  (long long)(at - now));
+        at = kp__sasl_reauth_at(now, INT64_MAX, seed);
+        cr_assert(at >= now + month * 85 / 100 && at <= now + month * 95 / 100,
+                  "INT64_MAX counts as 30 days: %lld", (long long)(at - now));
+        at = kp__sasl_reauth_at(INT64_MAX / 2, INT64_MAX - 1, seed);
+        cr_assert_gt(at, INT64_MAX / 2, "overflow");
+    }
 }

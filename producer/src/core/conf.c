@@ -368,7 +368,7 @@ int kp_conf_validate(const kp_conf_t *conf, char *errbuf, size_t errlen)
         char user[KP__SECRET_MAX], pass[KP__SECRET_MAX];
         int rc =
             kp__conf_sasl_credentials(conf, user, sizeof user, pass, sizeof pass, errbuf, errlen);
-        memset(pass, 0, sizeof pass);
+        OPENSSL_cleanse(pass, sizeof pass);
         if (rc != 0) {
             return rc;
         }

@@ -7,17 +7,16 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/crypto.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/tls.h"
 #include "wire/protocol.h"
-
-/* The largest response frame accepted; a bigger size prefix means a broken stream. */
-#define MAX_FRAME (64 * 1024 * 1024)
 
 /* Exponential backoff with +-20% jitter: backoff_ms * 2^(failures-1), capped at max. The
  * jitter uses rand_r on a per-connection seed so no global state is shared. */
@@ -38,17 +37,23 @@ static int64_t backoff_for(kp__conn_t *c, int64_t backoff_ms, int64_t backoff_ma
     return b;
 }
 
+uint64_t kp__fd_ino(int fd)
+{
+    struct stat st;
+    return fd >= 0 && fstat(fd, &st) == 0 ? (uint64_t)st.st_ino : 0;
+}
+
 void kp__conn_close(kp__conn_t *c, int64_t now, int64_t backoff_ms, int64_t backoff_max_ms)
 {
     kp__tls_free(c);
-    if (c->fd >= 0) {
+    if (c->fd >= 0 && kp__fd_ino(c->fd) == c->sock_ino) {
         close(c->fd);
     }
     c->fd = -1;
     c->sasl_step = 0;
     c->reauth_waiting = false;
     c->reauth_at_ms = 0;
-    memset(&c->scram, 0, sizeof c->scram);
+    OPENSSL_cleanse(&c->scram, sizeof c->scram);
     c->want_write = false;
     c->state = KP__CONN_DISCONNECTED;
     c->failures++;
@@ -80,6 +85,7 @@ int kp__conn_connect(kp__conn_t *c, int64_t now, int64_t backoff_ms, int64_t bac
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
         if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0 || errno == EINPROGRESS) {
             c->fd = fd;
+            c->sock_ino = kp__fd_ino(fd);
             c->state = KP__CONN_CONNECTING;
             rc = 0;
             break;
@@ -138,8 +144,7 @@ long kp__conn_write(kp__conn_t *c, void (*on_written)(kp__conn_t *, kp__request_
         if (r->off < r->len) {
             return total;
         }
-        free(r->buf);
-        r->buf = NULL;
+        kp__request_buf_free(r);
         c->in_flight.unsent = r->next;
         on_written(c, r, arg);
     }
@@ -168,6 +173,22 @@ static ssize_t read_some(kp__conn_t *c, void *dst, size_t n)
     }
 }
 
+size_t kp__conn_frame_limit(const kp__conn_t *c)
+{
+    const kp__request_t *r = c->in_flight.head;
+    if (!r || r == c->in_flight.unsent) {
+        return KP_MAX_CONTROL_FRAME; /* answers nothing: refused once read */
+    }
+    switch (r->api_key) {
+    case KP_API_METADATA:
+        return KP_MAX_METADATA_FRAME;
+    case KP_API_PRODUCE: /* per partition: error, offsets, record errors, error message */
+        return KP_MAX_PRODUCE_FRAME + (size_t)r->n_batches * 64 * 1024;
+    default: /* ApiVersions, SaslHandshake, SaslAuthenticate, InitProducerId */
+        return KP_MAX_CONTROL_FRAME;
+    }
+}
+
 long kp__conn_read(kp__conn_t *c, int (*on_frame)(kp__conn_t *, uint8_t *, size_t, void *),
                    void *arg)
 {
@@ -185,8 +206,9 @@ long kp__conn_read(kp__conn_t *c, int (*on_frame)(kp__conn_t *, uint8_t *, size_
             }
             uint32_t size = (uint32_t)c->size_buf[0] << 24 | (uint32_t)c->size_buf[1] << 16 |
                             (uint32_t)c->size_buf[2] << 8 | c->size_buf[3];
-            if (size > MAX_FRAME) {
-                return KP_EMALFORMED;
+            if (size > kp__conn_frame_limit(c)) {
+                c->frame_len = size; /* for the caller's message */
+                return KP_ELIMIT;
             }
             c->frame_len = size;
             c->frame_got = 0;

@@ -31,10 +31,11 @@ typedef enum kp__conn_state {
 } kp__conn_state_t;
 
 typedef struct kp__conn {
-    int32_t node_id; /* broker id, or -1-i for the i-th bootstrap address */
+    int32_t node_id; /* broker id, or i-n for the i-th of n bootstrap addresses */
     char host[256];
     int32_t port;
     int fd;
+    uint64_t sock_ino; /* the socket's inode (kp__fd_ino): fd is ours while they match */
     kp__conn_state_t state;
     bool want_write; /* EPOLLOUT registered */
     int failures;    /* consecutive failed attempts, for the backoff */
@@ -64,11 +65,16 @@ typedef struct kp__conn {
     kp__scram_t scram;
 } kp__conn_t;
 
+/* The inode number of an open descriptor, 0 when it is not open. */
+uint64_t kp__fd_ino(int fd);
+
 /* Starts a non-blocking connect. Returns 0 (state CONNECTING) or KP_ENETWORK (no address, or
  * every address refused) after which the state is DISCONNECTED with a backoff. */
 int kp__conn_connect(kp__conn_t *c, int64_t now, int64_t backoff_ms, int64_t backoff_max_ms);
 
-/* Closes the socket (requests stay queued for the caller to fail); sets the backoff. */
+/* Closes the socket, unless the program closed it first (its inode is not sock_ino: the
+ * number may be the program's now); requests stay queued for the caller to fail; sets the
+ * backoff. */
 void kp__conn_close(kp__conn_t *c, int64_t now, int64_t backoff_ms, int64_t backoff_max_ms);
 
 /* Checks a CONNECTING socket's result (SO_ERROR). Returns 0 when connected, else KP_ENETWORK. */
@@ -80,9 +86,14 @@ int kp__conn_finish_connect(kp__conn_t *c);
 long kp__conn_write(kp__conn_t *c, void (*on_written)(kp__conn_t *, kp__request_t *, void *),
                     void *arg);
 
+/* The largest response frame accepted next (kproducer.h's KP_MAX_*_FRAME): by the API of the
+ * oldest written request, whose answer comes next. */
+size_t kp__conn_frame_limit(const kp__conn_t *c);
+
 /* Reads until the socket would block; for every complete frame calls on_frame(c, body, len,
  * arg) (the body is valid during the call). Returns the bytes read (>= 0), or a negative KP_E*
- * code: KP_ENETWORK (EOF or a socket error), KP_EMALFORMED (a frame larger than the limit),
+ * code: KP_ENETWORK (EOF or a socket error), KP_ELIMIT (a size prefix above
+ * kp__conn_frame_limit; frame_len then holds it, and nothing was allocated for it),
  * KP_ENOMEM, or what on_frame returned when it was nonzero (then a KP_E* code too). */
 long kp__conn_read(kp__conn_t *c, int (*on_frame)(kp__conn_t *, uint8_t *, size_t, void *),
                    void *arg);

@@ -3,6 +3,7 @@
  */
 #include "core/in_flight.h"
 
+#include <openssl/crypto.h>
 #include <stdlib.h>
 
 void kp__in_flight_push(kp__in_flight_t *q, kp__request_t *r)
@@ -51,12 +52,21 @@ void kp__in_flight_remove(kp__in_flight_t *q, kp__request_t *r)
     q->count--;
 }
 
+void kp__request_buf_free(kp__request_t *r)
+{
+    if (r->buf && r->secret) {
+        OPENSSL_cleanse(r->buf, r->len);
+    }
+    free(r->buf);
+    r->buf = NULL;
+}
+
 void kp__request_free(kp__request_t *r)
 {
     if (!r) {
         return;
     }
-    free(r->buf);
+    kp__request_buf_free(r);
     free(r->batches);
     free(r);
 }

@@ -23,7 +23,8 @@ typedef struct kp__request {
     int64_t created_ms;   /* when it was queued; request.timeout.ms counts from here */
     uint8_t *buf;         /* framed request bytes (heap), freed once written */
     size_t len;
-    size_t off;                 /* bytes already written */
+    bool secret; /* buf holds a credential (SaslAuthenticate): cleansed before it is freed */
+    size_t off;  /* bytes already written */
     struct kp__batch **batches; /* Produce: the batches it carries (heap array) */
     int n_batches;
 } kp__request_t;
@@ -42,6 +43,8 @@ kp__request_t *kp__in_flight_pop(kp__in_flight_t *q);
 /* Removes a specific request (acks=0 Produce once written). */
 void kp__in_flight_remove(kp__in_flight_t *q, kp__request_t *r);
 /* Frees a request's buffers (not its batches). */
+/* Frees r->buf (cleansed first when r->secret) and sets it NULL. */
+void kp__request_buf_free(kp__request_t *r);
 void kp__request_free(kp__request_t *r);
 
 #endif /* KP_CORE_IN_FLIGHT_H */

@@ -3,6 +3,7 @@
  */
 #include "core/jaas.h"
 
+#include <openssl/crypto.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -165,8 +166,8 @@ int kp__jaas_parse(const char *text, int mechanism, char *user, size_t user_len,
 {
     int rc = parse_entry(text, mechanism, user, user_len, pass, pass_len, errbuf, errlen);
     if (rc != 0) { /* nothing half-parsed is left behind, least of all a password */
-        memset(user, 0, user_len);
-        memset(pass, 0, pass_len);
+        OPENSSL_cleanse(user, user_len);
+        OPENSSL_cleanse(pass, pass_len);
     }
     return rc;
 }

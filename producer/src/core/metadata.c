@@ -87,6 +87,10 @@ int kp__metadata_wait_topic(kp__metadata_t *md, const char *topic, int64_t deadl
 {
     pthread_mutex_lock(&md->lock);
     kp__topic_md_t *t = topic_find(md, topic);
+    if (!t && md->n_topics >= KP_METADATA_MAX_TOPICS) {
+        pthread_mutex_unlock(&md->lock);
+        return KP_ELIMIT; /* no broker may answer for more topics than that */
+    }
     if (!t && !(t = topic_add(md, topic))) {
         pthread_mutex_unlock(&md->lock);
         return KP_ENOMEM;
@@ -233,6 +237,12 @@ static int topic_apply(kp__metadata_t *md, kp__topic_md_t *t, const kp_metadata_
     return 0;
 }
 
+static int node_cmp(const void *a, const void *b)
+{
+    int32_t x = ((const kp__node_t *)a)->id, y = ((const kp__node_t *)b)->id;
+    return (x > y) - (x < y);
+}
+
 int kp__metadata_update(kp__metadata_t *md, const kp_metadata_response_t *resp, int64_t now)
 {
     for (size_t i = 0; i < resp->n_topics; i++) {
@@ -244,15 +254,23 @@ int kp__metadata_update(kp__metadata_t *md, const kp_metadata_response_t *resp, 
     if (!nodes) {
         return KP_ENOMEM;
     }
+    size_t n_nodes = 0;
     for (size_t i = 0; i < resp->n_brokers; i++) {
-        nodes[i].id = resp->brokers[i].node_id;
-        nodes[i].port = resp->brokers[i].port;
-        snprintf(nodes[i].host, sizeof(nodes[i].host), "%s", resp->brokers[i].host);
+        if (resp->brokers[i].node_id < 0) {
+            continue; /* no broker id: negative ids name the bootstrap addresses here */
+        }
+        kp__node_t *n = &nodes[n_nodes++];
+        n->id = resp->brokers[i].node_id;
+        n->port = resp->brokers[i].port;
+        snprintf(n->host, sizeof(n->host), "%s", resp->brokers[i].host);
     }
+    /* Sorted by id: kp__metadata_node() is a binary search (a leader is looked up per
+       partition, every partition of every topic on every update). */
+    qsort(nodes, n_nodes, sizeof *nodes, node_cmp);
     pthread_mutex_lock(&md->lock);
     free(md->nodes);
     md->nodes = nodes;
-    md->n_nodes = (int)resp->n_brokers;
+    md->n_nodes = (int)n_nodes;
     int rc = 0;
     bool missing_leader = false;
     for (size_t i = 0; i < resp->n_topics; i++) {
@@ -304,12 +322,9 @@ int32_t kp__metadata_leader(const kp__topic_md_t *t, int32_t partition)
 
 const kp__node_t *kp__metadata_node(const kp__metadata_t *md, int32_t id)
 {
-    for (int i = 0; i < md->n_nodes; i++) {
-        if (md->nodes[i].id == id) {
-            return &md->nodes[i];
-        }
-    }
-    return NULL;
+    kp__node_t key = {.id = id};
+    return md->n_nodes > 0 ? bsearch(&key, md->nodes, (size_t)md->n_nodes, sizeof key, node_cmp)
+                           : NULL;
 }
 
 void kp__metadata_close(kp__metadata_t *md)

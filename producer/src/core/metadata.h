@@ -43,13 +43,14 @@ typedef struct kp__metadata {
     bool any_response; /* at least one metadata response arrived */
     int64_t last_refresh_ms;
     int64_t last_success_ms;
-    kp__node_t *nodes;
+    kp__node_t *nodes; /* sorted by id (at most KP_METADATA_MAX_BROKERS) */
     int n_nodes;
     kp__topic_md_t **topics;
     int n_topics;
     int cap_topics;
     bool closed;
-    /* KP_EAUTH / KP_ETLS*: the last connection failed authentication; waiters for an unknown
+    /* KP_EAUTH / KP_ETLS*: the last connection failed authentication, KP_ELIMIT: the last
+     * answer was beyond a limit of kproducer.h; waiters for an unknown
      * topic return it at once (the Java client's AuthenticationException from waitOnMetadata).
      * Cleared by the next successful update. */
     int fatal_error;
@@ -67,7 +68,9 @@ int kp__metadata_request_update(kp__metadata_t *md);
  * waitOnMetadata: returns the topic entry (registering the topic) once its partition count is
  * known, waking the sender through wake(wake_arg) whenever it requests an update. Fails after
  * deadline_ms (swc__monotonic_ms clock) with KP_EUNKNOWN_TOPIC when a broker answered without the
- * topic, else KP_EMETADATA_TIMEOUT; KP_ECLOSED once closed; KP_ENOMEM. Application threads.
+ * topic, else KP_EMETADATA_TIMEOUT; KP_ECLOSED once closed; KP_ENOMEM; KP_ELIMIT for a new
+ * topic beyond KP_METADATA_MAX_TOPICS; fatal_error (KP_EAUTH, KP_ETLS*, KP_ELIMIT) at once
+ * while the topic is unknown. Application threads.
  */
 int kp__metadata_wait_topic(kp__metadata_t *md, const char *topic, int64_t deadline_ms,
                             void (*wake)(void *), void *wake_arg, kp__topic_md_t **out,
@@ -97,7 +100,7 @@ void kp__metadata_fail_waiters(kp__metadata_t *md, int code);
 /* Leader node id of topic/partition or -1. Sender thread (reads without the lock). */
 int32_t kp__metadata_leader(const kp__topic_md_t *t, int32_t partition);
 
-/* Finds a broker by id; NULL when unknown. Sender thread. */
+/* Finds a broker by id (a binary search); NULL when unknown. Sender thread. */
 const kp__node_t *kp__metadata_node(const kp__metadata_t *md, int32_t id);
 
 /* Wakes every waiter, which fails with KP_ECLOSED. */

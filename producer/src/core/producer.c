@@ -7,8 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "swc_clock.h"
@@ -23,11 +21,13 @@ void kp__producer_wake(void *arg)
         return;
     }
     uint64_t one = 1;
-    while (write(p->wakefd, &one, sizeof(one)) < 0 && errno == EINTR)
+    /* Acquire: partner of the release store of a replaced eventfd (sender_epoll.c). */
+    int fd = atomic_load_explicit(&p->wakefd, memory_order_acquire);
+    while (write(fd, &one, sizeof(one)) < 0 && errno == EINTR)
         ;
 }
 
-/* Parses bootstrap.servers into the bootstrap connections (node ids -1, -2, ...). */
+/* Parses bootstrap.servers into the bootstrap connections (node ids -n..-1 as listed). */
 static int add_bootstrap(kp_producer_t *p, char *errbuf, size_t errlen)
 {
     char list[sizeof(p->conf.bootstrap_servers)];
@@ -59,12 +59,15 @@ static int add_bootstrap(kp_producer_t *p, char *errbuf, size_t errlen)
         snprintf(c->host, sizeof(c->host), "%s", tok);
         c->port = (int32_t)port;
         c->fd = -1;
-        c->node_id = -1 - p->n_conns;
         p->conns[p->n_conns++] = c;
     }
     if (p->n_conns == 0) {
         snprintf(errbuf, errlen, "bootstrap.servers: no address");
         return KP_ECONF;
+    }
+    /* Ids -n..-1 in the order listed: conns stays sorted by id (sender_conns.c). */
+    for (int i = 0; i < p->n_conns; i++) {
+        p->conns[i]->node_id = i - p->n_conns;
     }
     p->n_bootstrap = p->n_conns;
     return 0;
@@ -78,7 +81,7 @@ static void producer_free(kp_producer_t *p)
             kp__request_free(r);
         }
         kp__tls_free(p->conns[i]);
-        if (p->conns[i]->fd >= 0) {
+        if (kp__sender_fd_ours(p->conns[i]->fd, p->conns[i]->sock_ino)) {
             close(p->conns[i]->fd);
         }
         free(p->conns[i]->frame);
@@ -87,11 +90,13 @@ static void producer_free(kp_producer_t *p)
     }
     free(p->conns);
     free(p->drain);
-    if (p->epfd >= 0) {
+    /* A descriptor the program closed (and may have reused) is not ours to close. */
+    if (kp__sender_fd_ours(p->epfd, p->epfd_ino)) {
         close(p->epfd);
     }
-    if (p->wakefd >= 0) {
-        close(p->wakefd);
+    int wakefd = atomic_load_explicit(&p->wakefd, memory_order_relaxed); /* sender joined */
+    if (kp__sender_fd_ours(wakefd, p->wakefd_ino)) {
+        close(wakefd);
     }
     kp__accumulator_destroy(&p->acc);
     kp__metadata_destroy(&p->md);
@@ -134,7 +139,8 @@ int kp_producer_new(const kp_conf_t *conf, kp_producer_t **out, char *errbuf, si
     p->need_pid = p->idempotent;
     p->producer_id = -1;
     p->producer_epoch = -1;
-    p->epfd = p->wakefd = -1;
+    p->epfd = -1;
+    atomic_init(&p->wakefd, -1);
     pthread_mutex_init(&p->done_lock, NULL);
     pthread_mutex_init(&p->error_lock, NULL);
     /* A failed init leaves a zeroed condition variable, which producer_free may destroy. */
@@ -154,15 +160,13 @@ int kp_producer_new(const kp_conf_t *conf, kp_producer_t **out, char *errbuf, si
                                        p->sasl_password, sizeof p->sasl_password, errbuf, errlen);
     }
     if (rc == 0) {
-        p->epfd = epoll_create1(EPOLL_CLOEXEC);
-        p->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-        struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
-        if (p->epfd < 0 || p->wakefd < 0 || epoll_ctl(p->epfd, EPOLL_CTL_ADD, p->wakefd, &ev)) {
-            rc = KP_ENOMEM;
-        }
+        rc = kp__sender_epoll_open(p);
     }
     if (rc == 0 && pthread_create(&p->thread, NULL, kp__sender_run, p) != 0) {
         rc = KP_ENOMEM;
+    }
+    if (rc == 0) {
+        pthread_setname_np(p->thread, "kp-sender"); /* for top -H and the tests */
     }
     if (rc != 0) {
         if (rc == KP_ENOMEM) {
@@ -391,8 +395,26 @@ void kp_stats(kp_producer_t *p, kp_stats_t *s)
 void kp__sender_set_error(kp_producer_t *p, int code, const char *msg)
 {
     pthread_mutex_lock(&p->error_lock);
-    p->last_error = code;
-    snprintf(p->last_error_msg, sizeof p->last_error_msg, "%s", msg ? msg : "");
+    if (code != 0 || p->last_error != KP_ELIMIT) { /* a ready connection clears no KP_ELIMIT */
+        p->last_error = code;
+        snprintf(p->last_error_msg, sizeof p->last_error_msg, "%s", msg ? msg : "");
+    }
+    pthread_mutex_unlock(&p->error_lock);
+}
+
+void kp__sender_limit_error(kp_producer_t *p, const char *msg)
+{
+    kp__sender_set_error(p, KP_ELIMIT, msg);
+    kp__metadata_fail_waiters(&p->md, KP_ELIMIT);
+}
+
+void kp__sender_clear_limit_error(kp_producer_t *p)
+{
+    pthread_mutex_lock(&p->error_lock);
+    if (p->last_error == KP_ELIMIT) {
+        p->last_error = 0;
+        p->last_error_msg[0] = '\0';
+    }
     pthread_mutex_unlock(&p->error_lock);
 }
 

@@ -38,8 +38,14 @@ struct kp_producer {
     kp__accumulator_t acc;
     kp__metadata_t md;
     pthread_t thread;
+    /* The epoll set (sender only after creation) and the eventfd that wakes it, with their
+     * inodes, by which sender_epoll.c knows whether a descriptor is still the producer's.
+     * wakefd: replaced by the sender (release) when the program closed it, read by
+     * kp__producer_wake on any thread (acquire); wakefd_ino and epfd* are the sender's. */
     int epfd;
-    int wakefd;
+    uint64_t epfd_ino;
+    atomic_int wakefd;
+    uint64_t wakefd_ino;
     /* Coalesces wakeups: set (acq_rel exchange) by the thread that writes the eventfd, cleared
      * (release store) by the sender before it reads the eventfd; partner: each other. */
     atomic_bool wake_pending;
@@ -76,10 +82,11 @@ struct kp_producer {
     char sasl_password[KP__SECRET_MAX];
 
     /* ---- sender only ---- */
-    kp__conn_t **conns;
+    kp__conn_t **conns; /* sorted by node_id, bootstrap ones (negative ids) first */
     int n_conns;
     int n_bootstrap;
     kp__drain_list_t *drain; /* one per conn, index-aligned with conns */
+    int pruned_version;      /* md.version when conns were last pruned */
     int32_t next_correlation;
     bool metadata_in_flight;
     bool pid_in_flight;
@@ -97,8 +104,18 @@ void *kp__sender_run(void *producer);
 
 /* ---- sender internals (sender.c, sender_io.c, sender_produce.c) ---- */
 
-/* Connection for a node id, created from metadata on first use; NULL when unknown. */
+/* The connection table (sender_conns.c). Connection for a node id (a binary search), created
+ * from metadata on first use; NULL when unknown or out of memory. Inserting moves entries of
+ * conns and drain (pointers to connections stay valid, indices do not). */
 kp__conn_t *kp__sender_conn(kp_producer_t *p, int32_t node_id);
+/* The index of node_id's connection in conns, or -1. */
+int kp__sender_conn_index(const kp_producer_t *p, int32_t node_id);
+/* True when one more socket may be opened: fewer than KP_MAX_CONNECTIONS are open, or the
+ * longest idle one (ready, nothing queued) was closed to make room. */
+bool kp__sender_conn_room(kp_producer_t *p, int64_t now);
+/* Frees the connections of brokers no longer in the metadata that are closed and hold
+ * nothing. Not while any caller holds a conn pointer or index (the loop's top only). */
+void kp__sender_conns_prune(kp_producer_t *p);
 /* Starts connecting when the backoff allows. */
 void kp__sender_maybe_connect(kp_producer_t *p, kp__conn_t *c, int64_t now);
 /* Frames and queues a request on a connection and tries to write it. Takes ownership of
@@ -106,14 +123,34 @@ void kp__sender_maybe_connect(kp_producer_t *p, kp__conn_t *c, int64_t now);
 int kp__sender_send(kp_producer_t *p, kp__conn_t *c, int16_t api, int16_t version,
                     kp_writer_t *body, bool expect_response, kp__batch_t **batches, int n,
                     int64_t now);
+/* Closes a connection with nothing in flight without counting a failure or asking for
+ * metadata (making room under KP_MAX_CONNECTIONS): it may connect again at once. */
+void kp__sender_close_idle(kp_producer_t *p, kp__conn_t *c, int64_t now);
 /* Closes a connection and fails or retries everything it had in flight. */
 void kp__sender_disconnect(kp_producer_t *p, kp__conn_t *c, int64_t now);
 /* Polls the sockets for up to timeout_ms and handles what happened. */
 void kp__sender_poll(kp_producer_t *p, int64_t timeout_ms);
 
-/* Records a connection-level failure for kp_last_error (code 0 clears it). The metadata
+/* The epoll set and wakeup eventfd (sender_epoll.c). Open: makes both and registers the
+ * eventfd; returns 0 or KP_ENOMEM (what was made is in epfd/wakefd for producer_free). */
+int kp__sender_epoll_open(kp_producer_t *p);
+/* epoll_wait failed with EBADF or EINVAL (the program closed the epoll set): makes a new one,
+ * a new eventfd if that was closed too, registers every connection whose socket is still
+ * the producer's, and drops the others without closing their numbers. When no new set can be
+ * made, records why for kp_last_error and waits timeout_ms instead. */
+void kp__sender_epoll_recover(kp_producer_t *p, int64_t now, int64_t timeout_ms);
+/* True when fd is open and still the file of inode ino (kp__fd_ino when it was opened). */
+bool kp__sender_fd_ours(int fd, uint64_t ino);
+
+/* Records a connection-level failure for kp_last_error (code 0 clears it, unless it is
+ * KP_ELIMIT). The metadata
  * waiters of kp_send learn KP_EAUTH / KP_ETLS* at once (kp__metadata_fail_waiters). */
 void kp__sender_set_error(kp_producer_t *p, int code, const char *msg);
+/* A broker's answer beyond a limit of kproducer.h: KP_ELIMIT with msg for kp_last_error (a
+ * connection becoming ready does not clear it) and for the metadata waiters of kp_send. */
+void kp__sender_limit_error(kp_producer_t *p, const char *msg);
+/* A Metadata answer was accepted: a KP_ELIMIT in kp_last_error is over. */
+void kp__sender_clear_limit_error(kp_producer_t *p);
 
 /* Sends Metadata / InitProducerId when due (sender_control.c). */
 void kp__sender_maybe_update_metadata(kp_producer_t *p, int64_t now);

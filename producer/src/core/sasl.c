@@ -55,13 +55,16 @@ static int send_authenticate(kp_producer_t *p, kp__conn_t *c, const void *auth, 
                              int64_t now)
 {
     kp_writer_t w;
-    int rc = kp__writer_init_growable(&w, len + 16);
+    int rc = kp__writer_init_growable(&w, len + 16); /* room enough: never reallocated */
     if (rc == 0) {
         rc = kp__sasl_authenticate_request_write(&w, c->sasl_authenticate_version, auth, len);
     }
     if (rc == 0) {
         rc = kp__sender_send(p, c, KP_API_SASL_AUTHENTICATE, c->sasl_authenticate_version, &w, true,
                              NULL, 0, now);
+    }
+    if (w.buf) {
+        OPENSSL_cleanse(w.buf, w.cap); /* PLAIN's password, SCRAM's proof */
     }
     kp__writer_free(&w);
     c->sasl_step++;
@@ -107,20 +110,30 @@ static int first_message(kp_producer_t *p, kp__conn_t *c, int64_t now)
     return rc;
 }
 
-/* Authenticated: READY, and the KIP-368 deadline at 85..95% of the session lifetime (as the
- * Java client picks it), jittered so that connections do not re-authenticate together. */
+int64_t kp__sasl_reauth_at(int64_t now, int64_t lifetime_ms, unsigned seed)
+{
+    if (lifetime_ms <= 0) {
+        return 0;
+    }
+    const int64_t max_lifetime = 30LL * 24 * 3600 * 1000;
+    if (lifetime_ms > max_lifetime) {
+        lifetime_ms = max_lifetime;
+    }
+    int64_t pct = 85 + rand_r(&seed) % 11;
+    int64_t delay = lifetime_ms * pct / 100;
+    return now + (delay < KP_SASL_REAUTH_MIN_MS ? KP_SASL_REAUTH_MIN_MS : delay);
+}
+
+/* Authenticated: READY, and the KIP-368 deadline (kp__sasl_reauth_at), jittered so that
+ * connections do not re-authenticate together. */
 static int authenticated(kp_producer_t *p, kp__conn_t *c, int64_t lifetime_ms, int64_t now)
 {
     c->state = KP__CONN_READY;
     c->sasl_step = 0;
     c->failures = 0;
-    memset(&c->scram, 0, sizeof c->scram);
-    c->reauth_at_ms = 0;
-    if (lifetime_ms > 0) {
-        unsigned seed = (unsigned)(now ^ (c->node_id * 2654435761u));
-        int pct = 85 + rand_r(&seed) % 11;
-        c->reauth_at_ms = now + lifetime_ms * pct / 100;
-    }
+    OPENSSL_cleanse(&c->scram, sizeof c->scram);
+    c->reauth_at_ms =
+        kp__sasl_reauth_at(now, lifetime_ms, (unsigned)(now ^ (c->node_id * 2654435761u)));
     kp__sender_set_error(p, 0, NULL);
     return 0;
 }
@@ -152,9 +165,12 @@ static int handle_authenticate(kp_producer_t *p, kp__conn_t *c, kp_reader_t *bod
     int rc = kp__scram_client_final(&c->scram, p->sasl_password, (const char *)resp.auth,
                                     resp.auth_len, final, sizeof final, err, sizeof err);
     if (rc != 0) {
+        OPENSSL_cleanse(final, sizeof final);
         return auth_failed(p, c, err, NULL, 0);
     }
-    return send_authenticate(p, c, final, strlen(final), now);
+    rc = send_authenticate(p, c, final, strlen(final), now);
+    OPENSSL_cleanse(final, sizeof final); /* the client proof */
+    return rc;
 }
 
 int kp__sasl_handle(kp_producer_t *p, kp__conn_t *c, kp__request_t *r, kp_reader_t *body,

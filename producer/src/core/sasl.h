@@ -29,4 +29,12 @@ int kp__sasl_handle(kp_producer_t *p, kp__conn_t *c, kp__request_t *r, kp_reader
  * re-authenticates once its requests in flight are answered. Called every sender loop. */
 void kp__sasl_maybe_reauth(kp_producer_t *p, kp__conn_t *c, int64_t now);
 
+/* When to re-authenticate a session authenticated at `now` whose broker gave it lifetime_ms
+ * (SaslAuthenticate v1+): 0 for none (lifetime <= 0); else now + 85..95% of the lifetime (as
+ * the Java client; `seed` picks the share), the lifetime clamped to 30 days (no overflow),
+ * and never sooner than now + KP_SASL_REAUTH_MIN_MS (a broker's tiny lifetime must not make
+ * the sender re-authenticate in a loop: a session that expires earlier is closed by the
+ * broker and reconnected with backoff). Pure: any thread. */
+int64_t kp__sasl_reauth_at(int64_t now, int64_t lifetime_ms, unsigned seed);
+
 #endif /* KP_CORE_SASL_H */

@@ -165,7 +165,11 @@ int kp__scram_client_final(kp__scram_t *s, const char *password, const char *ser
     }
     const EVP_MD *md = md_of(s->sha);
     unsigned hlen = (unsigned)EVP_MD_get_size(md);
+    /* Secrets (each proves the password to the server or derives from it): cleansed on every
+       way out, with OPENSSL_cleanse, which the compiler cannot drop as a dead store. */
     uint8_t salted[64], client_key[64], stored_key[64], server_key[64], client_sig[64];
+    uint8_t proof[64];
+    char p64[96];
     unsigned l = 0;
     int n = snprintf(out, out_len, "c=biws,r=%.*s", (int)sf.nonce_len, sf.nonce);
     if (n < 0 || (size_t)n >= out_len) {
@@ -187,24 +191,27 @@ int kp__scram_client_final(kp__scram_t *s, const char *password, const char *ser
               HMAC(md, salted, (int)hlen, (const uint8_t *)"Server Key", 10, server_key, &l) &&
               HMAC(md, server_key, (int)hlen, (const uint8_t *)am, am_len, s->server_signature, &l);
     OPENSSL_free(am);
-    if (!ok) {
-        OPENSSL_cleanse(salted, sizeof salted);
-        return KP_ENOMEM;
-    }
-    s->sig_len = hlen;
-    uint8_t proof[64];
-    for (unsigned i = 0; i < hlen; i++) {
-        proof[i] = client_key[i] ^ client_sig[i];
+    rc = ok ? 0 : KP_ENOMEM;
+    if (ok) {
+        s->sig_len = hlen;
+        for (unsigned i = 0; i < hlen; i++) {
+            proof[i] = client_key[i] ^ client_sig[i];
+        }
+        EVP_EncodeBlock((unsigned char *)p64, proof, (int)hlen);
+        if ((size_t)snprintf(out + without_proof, out_len - without_proof, ",p=%s", p64) >=
+            out_len - without_proof) {
+            OPENSSL_cleanse(out, out_len);
+            rc = fail(err, errlen, "client-final does not fit");
+        }
     }
     OPENSSL_cleanse(salted, sizeof salted);
     OPENSSL_cleanse(client_key, sizeof client_key);
-    char p64[96];
-    EVP_EncodeBlock((unsigned char *)p64, proof, (int)hlen);
-    if ((size_t)snprintf(out + without_proof, out_len - without_proof, ",p=%s", p64) >=
-        out_len - without_proof) {
-        return fail(err, errlen, "client-final does not fit");
-    }
-    return 0;
+    OPENSSL_cleanse(stored_key, sizeof stored_key);
+    OPENSSL_cleanse(server_key, sizeof server_key);
+    OPENSSL_cleanse(client_sig, sizeof client_sig);
+    OPENSSL_cleanse(proof, sizeof proof);
+    OPENSSL_cleanse(p64, sizeof p64);
+    return rc;
 }
 
 int kp__scram_verify_server_final(const kp__scram_t *s, const char *msg, size_t len, char *err,

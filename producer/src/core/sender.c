@@ -31,6 +31,10 @@ void *kp__sender_run(void *arg)
         if (state == KP__CLOSING && atomic_load_explicit(&p->pending, memory_order_acquire) == 0) {
             break;
         }
+        if (p->md.version != p->pruned_version) { /* md.version: written by this thread */
+            p->pruned_version = p->md.version;
+            kp__sender_conns_prune(p);
+        }
         kp__sender_maybe_update_metadata(p, now);
         if (p->idempotent) {
             kp__sender_maybe_init_pid(p, now);

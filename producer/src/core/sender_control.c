@@ -4,6 +4,7 @@
  * NetworkClient.maybeUpdate), and InitProducerId for idempotence; SASL connections go on to
  * sasl.c after ApiVersions. Sender thread only.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,8 +14,10 @@
 #include "wire/kafka_error.h"
 #include "wire/protocol.h"
 
-/* leastLoadedNode: the ready connection with the fewest requests in flight; else one that
- * may connect now (known brokers first, then the bootstrap addresses). */
+/* leastLoadedNode: the ready connection with the fewest requests in flight; else one being
+ * set up (connecting, handshakes, authentication); else one that may connect now: known
+ * brokers first, then the bootstrap addresses in the order listed. A connection is made for
+ * one broker per call at most, not for every broker the metadata names. */
 static kp__conn_t *least_loaded(kp_producer_t *p, int64_t now)
 {
     kp__conn_t *best = NULL;
@@ -27,25 +30,24 @@ static kp__conn_t *least_loaded(kp_producer_t *p, int64_t now)
     if (best) {
         return best;
     }
-    for (int i = 0; i < p->md.n_nodes; i++) {
-        kp__sender_conn(p, p->md.nodes[i].id); /* make sure every broker has a conn */
-    }
     for (int i = 0; i < p->n_conns; i++) {
         kp__conn_t *c = p->conns[i];
         if (c->state != KP__CONN_DISCONNECTED && c->state != KP__CONN_READY) {
             return c; /* wait for it (connecting, handshakes, authentication) */
         }
     }
-    /* Prefer brokers from metadata (ids >= 0), then bootstrap ones; the earliest allowed. */
-    for (int pass = 0; pass < 2; pass++) {
-        for (int i = 0; i < p->n_conns; i++) {
-            kp__conn_t *c = p->conns[i];
-            if ((pass == 0) != (c->node_id >= 0)) {
-                continue;
-            }
-            if (c->state == KP__CONN_DISCONNECTED && now >= c->next_connect_ms) {
-                return c;
-            }
+    for (int i = 0; i < p->md.n_nodes; i++) { /* md.nodes: written by this thread only */
+        int k = kp__sender_conn_index(p, p->md.nodes[i].id);
+        if (k < 0) {
+            return kp__sender_conn(p, p->md.nodes[i].id); /* never tried: may connect now */
+        }
+        if (now >= p->conns[k]->next_connect_ms) {
+            return p->conns[k];
+        }
+    }
+    for (int i = 0; i < p->n_bootstrap; i++) { /* ids -n..-1: the first n entries */
+        if (now >= p->conns[i]->next_connect_ms) {
+            return p->conns[i];
         }
     }
     return NULL;
@@ -173,8 +175,10 @@ static int handle_api_versions(kp_producer_t *p, kp__conn_t *c, kp_reader_t *bod
 }
 
 /* Returns a KP_E* code (close the connection) for a response that cannot be decoded or is not
- * a possible answer (kp__metadata_update refused it). */
-static int handle_metadata(kp_producer_t *p, kp_reader_t *body, int16_t version, int64_t now)
+ * a possible answer (kp__metadata_update refused it). One beyond kproducer.h's limits is
+ * reported (kp_last_error) and fails the waiters of unknown topics (KP_ELIMIT). */
+static int handle_metadata(kp_producer_t *p, kp__conn_t *c, kp_reader_t *body, int16_t version,
+                           int64_t now)
 {
     kp_metadata_response_t resp;
     memset(&resp, 0, sizeof(resp));
@@ -186,12 +190,17 @@ static int handle_metadata(kp_producer_t *p, kp_reader_t *body, int16_t version,
     if (rc == 0) {
         rc = kp__metadata_update(&p->md, &resp, now);
     }
-    if (rc == 0) {
-        /* Make sure a conn exists for every broker, so that leaders can be reached. */
-        for (size_t i = 0; i < resp.n_brokers; i++) {
-            kp__sender_conn(p, resp.brokers[i].node_id);
-        }
-    } else {
+    if (rc == KP_ELIMIT) {
+        char msg[512];
+        snprintf(msg, sizeof msg,
+                 "Metadata answer of broker %.256s:%d refused: %zu %s, more than the %zu this "
+                 "library accepts (kproducer.h, KP_METADATA_MAX_*)",
+                 c->host, (int)c->port, resp.over_count, resp.over_what, resp.over_limit);
+        kp__sender_limit_error(p, msg);
+    } else if (rc == 0) {
+        kp__sender_clear_limit_error(p);
+    }
+    if (rc != 0) {
         kp__metadata_failed(&p->md, now);
     }
     kp__metadata_response_free(&resp);
@@ -236,7 +245,7 @@ int kp__sender_handle_control(kp_producer_t *p, kp__conn_t *c, kp__request_t *r,
     case KP_API_API_VERSIONS:
         return handle_api_versions(p, c, body, r->version, now);
     case KP_API_METADATA:
-        return handle_metadata(p, body, r->version, now);
+        return handle_metadata(p, c, body, r->version, now);
     case KP_API_INIT_PRODUCER_ID:
         return handle_init_pid(p, body, r->version);
     case KP_API_SASL_HANDSHAKE:

@@ -31,40 +31,6 @@ static void set_want_write(kp_producer_t *p, kp__conn_t *c, bool want)
     epoll_update(p, c, false);
 }
 
-kp__conn_t *kp__sender_conn(kp_producer_t *p, int32_t node_id)
-{
-    for (int i = 0; i < p->n_conns; i++) {
-        if (p->conns[i]->node_id == node_id) {
-            return p->conns[i];
-        }
-    }
-    const kp__node_t *n = kp__metadata_node(&p->md, node_id);
-    if (!n) {
-        return NULL;
-    }
-    kp__conn_t **v = realloc(p->conns, (size_t)(p->n_conns + 1) * sizeof(*v));
-    if (!v) {
-        return NULL;
-    }
-    p->conns = v;
-    kp__drain_list_t *d = realloc(p->drain, (size_t)(p->n_conns + 1) * sizeof(*d));
-    if (!d) {
-        return NULL;
-    }
-    p->drain = d;
-    memset(&p->drain[p->n_conns], 0, sizeof(*d));
-    kp__conn_t *c = calloc(1, sizeof(*c));
-    if (!c) {
-        return NULL;
-    }
-    c->node_id = node_id;
-    c->fd = -1;
-    memcpy(c->host, n->host, sizeof(c->host));
-    c->port = n->port;
-    p->conns[p->n_conns++] = c;
-    return c;
-}
-
 static int16_t our_max(int16_t api)
 {
     int16_t lo = 0, hi = 0;
@@ -88,6 +54,9 @@ void kp__sender_maybe_connect(kp_producer_t *p, kp__conn_t *c, int64_t now)
 {
     if (c->state != KP__CONN_DISCONNECTED || now < c->next_connect_ms) {
         return;
+    }
+    if (!kp__sender_conn_room(p, now)) {
+        return; /* KP_MAX_CONNECTIONS open and none idle: a later pass tries again */
     }
     if (kp__conn_connect(c, now, p->conf.reconnect_backoff_ms, p->conf.reconnect_backoff_max_ms) !=
         0) {
@@ -150,6 +119,7 @@ int kp__sender_send(kp_producer_t *p, kp__conn_t *c, int16_t api, int16_t versio
     r->version = version;
     r->expect_response = expect_response;
     r->created_ms = now;
+    r->secret = api == KP_API_SASL_AUTHENTICATE; /* PLAIN's password, SCRAM's proof */
     r->buf = kp__writer_detach(&w, &r->len);
     r->batches = batches;
     r->n_batches = n;
@@ -183,6 +153,16 @@ void kp__sender_disconnect(kp_producer_t *p, kp__conn_t *c, int64_t now)
     kp__conn_close(c, now, p->conf.reconnect_backoff_ms, p->conf.reconnect_backoff_max_ms);
     fail_requests(p, c, now);
     kp__metadata_request_update(&p->md); /* a disconnect forces a refresh */
+}
+
+void kp__sender_close_idle(kp_producer_t *p, kp__conn_t *c, int64_t now)
+{
+    if (c->fd >= 0) {
+        epoll_ctl(p->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+    }
+    kp__conn_close(c, now, p->conf.reconnect_backoff_ms, p->conf.reconnect_backoff_max_ms);
+    c->failures = 0; /* closed as idle, not failed: may connect again at once */
+    c->next_connect_ms = now;
 }
 
 static int on_frame(kp__conn_t *c, uint8_t *frame, size_t len, void *arg)
@@ -267,7 +247,16 @@ static void handle_event(kp_producer_t *p, kp__conn_t *c, uint32_t events, int64
         return;
     }
     if (events & EPOLLIN) {
-        if (kp__conn_read(c, on_frame, p) < 0) {
+        long rc = kp__conn_read(c, on_frame, p);
+        if (rc == KP_ELIMIT && c->fd >= 0 && c->size_got == 4) { /* the size prefix */
+            char msg[512];
+            snprintf(msg, sizeof msg,
+                     "broker %.256s:%d announced an answer of %zu bytes; at most %zu are "
+                     "accepted for it (kproducer.h, KP_MAX_*_FRAME)",
+                     c->host, (int)c->port, c->frame_len, kp__conn_frame_limit(c));
+            kp__sender_limit_error(p, msg);
+        }
+        if (rc < 0) {
             if (c->fd >= 0 && c->tls_error[0] != '\0' && c->state == KP__CONN_HANDSHAKE) {
                 char msg[512];
                 snprintf(msg, sizeof msg,
@@ -322,13 +311,20 @@ void kp__sender_poll(kp_producer_t *p, int64_t timeout_ms)
     }
     int n = epoll_wait(p->epfd, ev, 64, (int)timeout_ms);
     int64_t now = swc__monotonic_ms();
+    if (n < 0) {
+        if (errno == EBADF || errno == EINVAL) {
+            kp__sender_epoll_recover(p, now, timeout_ms); /* the program closed it */
+        }
+        n = 0; /* EINTR: nothing happened */
+    }
     for (int i = 0; i < n; i++) {
         if (!ev[i].data.ptr) {
             /* Release: a kp_send that sets wake_pending after this store writes the eventfd
              * again (partner: the exchange in kp__producer_wake). */
             atomic_store_explicit(&p->wake_pending, false, memory_order_release);
             uint64_t v;
-            while (read(p->wakefd, &v, sizeof(v)) < 0 && errno == EINTR)
+            int wakefd = atomic_load_explicit(&p->wakefd, memory_order_relaxed); /* ours */
+            while (read(wakefd, &v, sizeof(v)) < 0 && errno == EINTR)
                 ;
             continue;
         }

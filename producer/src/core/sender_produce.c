@@ -265,10 +265,7 @@ static bool take_batch(void *arg, kp__partition_t *part, kp__batch_t *b, int32_t
         }
         return false;
     }
-    int idx = 0;
-    while (p->conns[idx] != c) {
-        idx++;
-    }
+    int idx = kp__sender_conn_index(p, leader);
     kp__drain_list_t *d = &p->drain[idx];
     size_t size = b->rb.len;
     if (d->n > 0 && d->bytes + size > (size_t)p->conf.max_request_size) {

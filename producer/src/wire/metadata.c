@@ -81,10 +81,28 @@ void kp__metadata_response_free(kp_metadata_response_t *resp)
     memset(resp, 0, sizeof *resp);
 }
 
-static int32_t *read_int32_array(kp_reader_t *r, bool flexible, size_t *n)
+/* An array length at most `limit` long; beyond it the reader fails with KP_ELIMIT (and out says
+ * what was over) before anything is allocated for the array. */
+static size_t read_len_capped(kp_reader_t *r, bool flexible, size_t min_elem_size, size_t limit,
+                              const char *what, kp_metadata_response_t *out)
+{
+    size_t n = kp__read_array_len(r, flexible, min_elem_size, NULL);
+    if (r->err == 0 && n > limit) {
+        r->err = KP_ELIMIT;
+        out->over_what = what;
+        out->over_count = n;
+        out->over_limit = limit;
+        return 0;
+    }
+    return n;
+}
+
+static int32_t *read_int32_array(kp_reader_t *r, bool flexible, size_t *n,
+                                 kp_metadata_response_t *out)
 {
     *n = 0;
-    size_t count = kp__read_array_len(r, flexible, 4, NULL);
+    size_t count =
+        read_len_capped(r, flexible, 4, KP_METADATA_MAX_BROKERS, "replicas of a partition", out);
     int32_t *arr = kp__reader_alloc_array(r, count, sizeof *arr);
     if (arr == NULL) {
         return NULL;
@@ -96,24 +114,26 @@ static int32_t *read_int32_array(kp_reader_t *r, bool flexible, size_t *n)
     return arr;
 }
 
-static void read_partition(kp_reader_t *r, int16_t version, kp_metadata_partition_t *p)
+static void read_partition(kp_reader_t *r, int16_t version, kp_metadata_partition_t *p,
+                           kp_metadata_response_t *out)
 {
     bool flexible = version >= 9;
     p->error_code = kp__read_i16(r);
     p->partition = kp__read_i32(r);
     p->leader_id = kp__read_i32(r);
     p->leader_epoch = version >= 7 ? kp__read_i32(r) : -1;
-    p->replicas = read_int32_array(r, flexible, &p->n_replicas);
-    p->isr = read_int32_array(r, flexible, &p->n_isr);
+    p->replicas = read_int32_array(r, flexible, &p->n_replicas, out);
+    p->isr = read_int32_array(r, flexible, &p->n_isr, out);
     if (version >= 5) {
-        p->offline_replicas = read_int32_array(r, flexible, &p->n_offline_replicas);
+        p->offline_replicas = read_int32_array(r, flexible, &p->n_offline_replicas, out);
     }
     if (flexible) {
         kp__read_tagged_fields_skip(r);
     }
 }
 
-static void read_topic(kp_reader_t *r, int16_t version, kp_metadata_topic_t *t)
+static void read_topic(kp_reader_t *r, int16_t version, kp_metadata_topic_t *t,
+                       kp_metadata_response_t *out)
 {
     bool flexible = version >= 9;
     t->error_code = kp__read_i16(r);
@@ -127,11 +147,12 @@ static void read_topic(kp_reader_t *r, int16_t version, kp_metadata_topic_t *t)
     }
     t->is_internal = kp__read_bool(r);
     /* error(2) + partition(4) + leader(4) + replicas(>=1) + isr(>=1) */
-    size_t n = kp__read_array_len(r, flexible, 12, NULL);
+    size_t n =
+        read_len_capped(r, flexible, 12, KP_METADATA_MAX_PARTITIONS, "partitions of a topic", out);
     t->partitions = kp__reader_alloc_array(r, n, sizeof *t->partitions);
     for (size_t i = 0; i < n && r->err == 0; i++) {
         t->n_partitions = i + 1;
-        read_partition(r, version, &t->partitions[i]);
+        read_partition(r, version, &t->partitions[i], out);
     }
     t->topic_authorized_operations = version >= 8 ? kp__read_i32(r) : INT32_MIN;
     if (flexible) {
@@ -143,7 +164,7 @@ static void read_brokers(kp_reader_t *r, int16_t version, kp_metadata_response_t
 {
     bool flexible = version >= 9;
     /* node_id(4) + host(>=1) + port(4) + rack(>=1) */
-    size_t n = kp__read_array_len(r, flexible, 10, NULL);
+    size_t n = read_len_capped(r, flexible, 10, KP_METADATA_MAX_BROKERS, "brokers", out);
     out->brokers = kp__reader_alloc_array(r, n, sizeof *out->brokers);
     for (size_t i = 0; i < n && r->err == 0; i++) {
         kp_metadata_broker_t *b = &out->brokers[i];
@@ -176,11 +197,11 @@ int kp__metadata_response_read(kp_reader_t *r, int16_t version, kp_metadata_resp
     }
     out->controller_id = kp__read_i32(r);
     /* error(2) + name(>=1) + internal(1) + partitions(>=1) */
-    size_t n = kp__read_array_len(r, flexible, 5, NULL);
+    size_t n = read_len_capped(r, flexible, 5, KP_METADATA_MAX_TOPICS, "topics", out);
     out->topics = kp__reader_alloc_array(r, n, sizeof *out->topics);
     for (size_t i = 0; i < n && r->err == 0; i++) {
         out->n_topics = i + 1;
-        read_topic(r, version, &out->topics[i]);
+        read_topic(r, version, &out->topics[i], out);
     }
     if (version >= 8 && version <= 10) {
         out->cluster_authorized_operations = kp__read_i32(r);
@@ -189,7 +210,12 @@ int kp__metadata_response_read(kp_reader_t *r, int16_t version, kp_metadata_resp
         kp__read_tagged_fields_skip(r);
     }
     if (r->err != 0) {
+        const char *what = out->over_what;
+        size_t count = out->over_count, limit = out->over_limit;
         kp__metadata_response_free(out);
+        out->over_what = what;
+        out->over_count = count;
+        out->over_limit = limit;
     }
     return r->err;
 }

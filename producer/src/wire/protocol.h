@@ -184,8 +184,18 @@ typedef struct kp_metadata_response {
     kp_metadata_topic_t *topics;
     size_t n_topics;
     int32_t cluster_authorized_operations; /* v8-v10, else INT32_MIN */
+    /* After KP_ELIMIT: what was over its limit ("brokers", "partitions of a topic", "topics",
+       "replicas of a partition"; a static string), how many the answer claimed, the limit. */
+    const char *over_what;
+    size_t over_count;
+    size_t over_limit;
 } kp_metadata_response_t;
 
+/* Decodes a Metadata response. Returns 0, or the reader's error (KP_ETRUNCATED,
+ * KP_EMALFORMED, KP_ENOMEM) or KP_ELIMIT when an array is longer than kproducer.h's limits
+ * (KP_METADATA_MAX_BROKERS, _PARTITIONS, _TOPICS), refused before anything is allocated for
+ * it: then out holds nothing but over_what/over_count/over_limit. Fuzzed by
+ * fuzz_kafka_metadata. */
 int kp__metadata_response_read(kp_reader_t *r, int16_t version, kp_metadata_response_t *out);
 void kp__metadata_response_free(kp_metadata_response_t *resp);
 

@@ -3,6 +3,8 @@
  */
 #include "core/scram.h"
 
+#include "swc_base64.h"
+
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
@@ -25,25 +27,18 @@ static int fail(char *err, size_t errlen, const char *why)
     return KP_EMALFORMED;
 }
 
-/* Strict base64 (RFC 4648, padded): returns the decoded length, or -1. */
+/* Strict base64 (RFC 4648, padded; swc_base64.h) of at most `cap` bytes into out: returns the
+   decoded length, or -1. */
 static long b64_decode(const char *in, size_t len, uint8_t *out, size_t cap)
 {
-    if (len == 0 || len % 4 != 0 || len / 4 * 3 > cap) {
+    char bytes[sizeof(((kp__scram_server_first_t *)0)->salt) + 1]; /* the largest `out`, a NUL */
+    if (len == 0 || cap >= sizeof bytes) {
         return -1;
     }
-    for (size_t i = 0; i < len; i++) {
-        char c = in[i];
-        bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-                  c == '+' || c == '/' || (c == '=' && i >= len - 2);
-        if (!ok || (i == len - 2 && c == '=' && in[len - 1] != '=')) {
-            return -1;
-        }
+    long n = swc__base64_decode(in, len, bytes, cap + 1);
+    if (n >= 0) {
+        memcpy(out, bytes, (size_t)n);
     }
-    int n = EVP_DecodeBlock(out, (const unsigned char *)in, (int)len);
-    if (n < 0) {
-        return -1;
-    }
-    n -= (in[len - 1] == '=') + (in[len - 2] == '=');
     return n;
 }
 

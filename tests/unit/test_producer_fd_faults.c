@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -124,6 +125,39 @@ Test(producer_fd_faults, closed_descriptors_reused_by_the_program, .timeout = 12
     cr_assert_eq(read(pipefd[0], buf, sizeof buf), -1,
                  "the producer wrote into the program's pipe");
     cr_assert_eq(errno, EAGAIN);
+    close(pipefd[0]);
+    close(pipefd[1]);
+    sb_stop(sb);
+}
+
+/* The program closes the epoll set and makes an epoll set of its own, which takes the number,
+ * with a ready descriptor registered under data it chose: the sender must not take those
+ * events for its own (it used to read data.ptr as a connection), must not close the program's
+ * set, and must deliver again with a set of its own. */
+Test(producer_fd_faults, epoll_set_replaced_by_the_programs_own, .timeout = 120)
+{
+    skip_under_tsan();
+    sb_broker_t *sb = sb_start(TOPIC, 1, NULL, NULL);
+    kp_producer_t *p = producer_test_new(sb->bootstrap, NULL);
+    deliver_one(p, 1);
+    int old = p->epfd;
+    cr_assert_eq(close(old), 0);
+    int theirs = epoll_create1(EPOLL_CLOEXEC);
+    cr_assert_eq(theirs, old, "the program's epoll set did not take the freed number");
+    int pipefd[2];
+    cr_assert_eq(pipe2(pipefd, O_NONBLOCK | O_CLOEXEC), 0);
+    cr_assert_eq(write(pipefd[1], "x", 1), 1); /* always readable: level-triggered events */
+    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = 0x0123456789abcdefULL};
+    cr_assert_eq(epoll_ctl(theirs, EPOLL_CTL_ADD, pipefd[0], &ev), 0);
+    deliver_one(p, 2);
+    expect_sender_idle("the program made its own epoll set under the producer's number");
+    deliver_one(p, 3);
+    cr_assert_eq(kp_close(p, 5000), KP_OK);
+    cr_assert_neq(fcntl(theirs, F_GETFD), -1, "the producer closed the program's epoll set");
+    struct epoll_event got;
+    cr_assert_eq(epoll_wait(theirs, &got, 1, 0), 1, "the program's set lost its registration");
+    cr_assert_eq(got.data.u64, 0x0123456789abcdefULL);
+    close(theirs);
     close(pipefd[0]);
     close(pipefd[1]);
     sb_stop(sb);

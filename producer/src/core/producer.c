@@ -91,7 +91,7 @@ static void producer_free(kp_producer_t *p)
     free(p->conns);
     free(p->drain);
     /* A descriptor the program closed (and may have reused) is not ours to close. */
-    if (kp__sender_fd_ours(p->epfd, p->epfd_ino)) {
+    if (kp__sender_epoll_ours(p)) {
         close(p->epfd);
     }
     int wakefd = atomic_load_explicit(&p->wakefd, memory_order_relaxed); /* sender joined */

@@ -139,6 +139,20 @@ int kp__sender_epoll_open(kp_producer_t *p);
  * the producer's, and drops the others without closing their numbers. When no new set can be
  * made, records why for kp_last_error and waits timeout_ms instead. */
 void kp__sender_epoll_recover(kp_producer_t *p, int64_t now, int64_t timeout_ms);
+/*
+ * What an epoll event of the producer's set carries (data.u64): a tag in the high 32 bits and,
+ * for a connection, its node id in the low 32 (looked up again, never a pointer). An event
+ * with another tag did not come from our set: the program closed it and made an epoll set of
+ * its own under the same number, which the sender must not read (kp__sender_poll recovers).
+ */
+#define KP__EPOLL_KEY_WAKE UINT64_C(0x6b70657700000000) /* "kpew": the wakeup eventfd */
+#define KP__EPOLL_TAG_CONN UINT64_C(0x6b70656300000000) /* "kpec": a connection */
+static inline uint64_t kp__epoll_key_conn(int32_t node_id)
+{
+    return KP__EPOLL_TAG_CONN | (uint32_t)node_id;
+}
+/* True when p->epfd is still the producer's epoll set (its eventfd is registered in it). */
+bool kp__sender_epoll_ours(const kp_producer_t *p);
 /* True when fd is open and still the file of inode ino (kp__fd_ino when it was opened). */
 bool kp__sender_fd_ours(int fd, uint64_t ino);
 

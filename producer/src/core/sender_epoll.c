@@ -20,7 +20,7 @@
 
 static int register_wake(kp_producer_t *p, int wakefd)
 {
-    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
+    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = KP__EPOLL_KEY_WAKE};
     return epoll_ctl(p->epfd, EPOLL_CTL_ADD, wakefd, &ev);
 }
 
@@ -63,8 +63,23 @@ static void recover_failed(kp_producer_t *p, const char *what, int err, int64_t 
     poll(NULL, 0, (int)timeout_ms); /* a bounded wait instead of a spin */
 }
 
+bool kp__sender_epoll_ours(const kp_producer_t *p)
+{
+    if (!kp__sender_fd_ours(p->epfd, p->epfd_ino)) {
+        return false;
+    }
+    /* Every epoll set has the same anonymous inode: ours is the one our eventfd is in. */
+    int w = atomic_load_explicit(&p->wakefd, memory_order_relaxed);
+    if (w < 0) {
+        return true; /* made before the eventfd (producer_free after a failed start) */
+    }
+    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = KP__EPOLL_KEY_WAKE};
+    return kp__sender_fd_ours(w, p->wakefd_ino) && epoll_ctl(p->epfd, EPOLL_CTL_MOD, w, &ev) == 0;
+}
+
 void kp__sender_epoll_recover(kp_producer_t *p, int64_t now, int64_t timeout_ms)
 {
+    bool set_ours = kp__sender_epoll_ours(p); /* before a new eventfd is made */
     int w = atomic_load_explicit(&p->wakefd, memory_order_relaxed); /* written by this thread */
     bool wake_gone = !kp__sender_fd_ours(w, p->wakefd_ino);
     if (wake_gone && (w = wake_open(p)) < 0) {
@@ -76,7 +91,7 @@ void kp__sender_epoll_recover(kp_producer_t *p, int64_t now, int64_t timeout_ms)
         recover_failed(p, "epoll set", errno, timeout_ms);
         return;
     }
-    if (kp__sender_fd_ours(p->epfd, p->epfd_ino)) {
+    if (set_ours) {
         close(p->epfd); /* still ours (EINVAL for another reason): replaced all the same */
     }
     p->epfd = ep;
@@ -93,7 +108,8 @@ void kp__sender_epoll_recover(kp_producer_t *p, int64_t now, int64_t timeout_ms)
         if (c->fd < 0) {
             continue;
         }
-        struct epoll_event ev = {.events = EPOLLIN | (c->want_write ? EPOLLOUT : 0), .data.ptr = c};
+        struct epoll_event ev = {.events = EPOLLIN | (c->want_write ? EPOLLOUT : 0),
+                                 .data.u64 = kp__epoll_key_conn(c->node_id)};
         if (!kp__sender_fd_ours(c->fd, c->sock_ino)) {
             c->fd = -1; /* closed by the program, maybe reused: no longer ours to close */
             kp__sender_disconnect(p, c, now);

@@ -18,7 +18,8 @@
 
 static void epoll_update(kp_producer_t *p, kp__conn_t *c, bool add)
 {
-    struct epoll_event ev = {.events = EPOLLIN | (c->want_write ? EPOLLOUT : 0), .data.ptr = c};
+    struct epoll_event ev = {.events = EPOLLIN | (c->want_write ? EPOLLOUT : 0),
+                             .data.u64 = kp__epoll_key_conn(c->node_id)};
     epoll_ctl(p->epfd, add ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, c->fd, &ev);
 }
 
@@ -318,7 +319,14 @@ void kp__sender_poll(kp_producer_t *p, int64_t timeout_ms)
         n = 0; /* EINTR: nothing happened */
     }
     for (int i = 0; i < n; i++) {
-        if (!ev[i].data.ptr) {
+        uint64_t key = ev[i].data.u64;
+        if (key != KP__EPOLL_KEY_WAKE &&
+            (key & UINT64_C(0xffffffff00000000)) != KP__EPOLL_TAG_CONN) {
+            /* Not from our set: the number names the program's own epoll set now. */
+            kp__sender_epoll_recover(p, now, 0);
+            break;
+        }
+        if (key == KP__EPOLL_KEY_WAKE) {
             /* Release: a kp_send that sets wake_pending after this store writes the eventfd
              * again (partner: the exchange in kp__producer_wake). */
             atomic_store_explicit(&p->wake_pending, false, memory_order_release);
@@ -328,7 +336,10 @@ void kp__sender_poll(kp_producer_t *p, int64_t timeout_ms)
                 ;
             continue;
         }
-        handle_event(p, ev[i].data.ptr, ev[i].events, now);
+        int at = kp__sender_conn_index(p, (int32_t)(uint32_t)key); /* gone since: -1 */
+        if (at >= 0 && p->conns[at]->fd >= 0) {
+            handle_event(p, p->conns[at], ev[i].events, now);
+        }
     }
     check_timeouts(p, now);
 }

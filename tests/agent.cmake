@@ -5,7 +5,7 @@ if(TARGET skywalking)
   set(SW_AGENT_TESTS test_span test_sw8 test_sampling test_config test_file_reporter
                      test_span_alloc test_segment_pool test_chunk test_log
                      test_config_hostile
-                     test_span_async test_span_mark test_w3c)
+                     test_span_async test_span_mark test_w3c test_request_context)
   # Meters and dynamic configuration (agent/src/meter, meter/meter_report.c, grpc/cds.c).
   list(APPEND SW_AGENT_TESTS test_meter)
   foreach(t ${SW_AGENT_TESTS})

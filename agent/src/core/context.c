@@ -36,6 +36,9 @@ static void counters_fold(const sw__thread_counters_t *t, sw_stats_t *out)
     out->spans_limited += atomic_load_explicit(&t->spans_limited, memory_order_relaxed);
     out->arena_truncated += atomic_load_explicit(&t->arena_truncated, memory_order_relaxed);
     out->sw8_invalid += atomic_load_explicit(&t->sw8_invalid, memory_order_relaxed);
+    /* Unsigned wrap-around: a thread may end more contexts than it began; the sum is exact. */
+    out->contexts_open += atomic_load_explicit(&t->contexts_begun, memory_order_relaxed) -
+                          atomic_load_explicit(&t->contexts_ended, memory_order_relaxed);
 }
 
 static void registry_unlink(sw__context_t *c)
@@ -263,8 +266,14 @@ SW__HOT void sw__context_finish(sw__context_t *c)
     c->segment = NULL;
     c->active = -1;
     if (seg->async_open != 0) {
-        return; /* parked: the last asynchronous span's end reports it (span_async.c) */
+        return; /* parked: the last asynchronous span's end, or the end of its request
+                   context, reports it (span_async.c, request.c) */
     }
+    sw__context_report(c, seg);
+}
+
+SW__HOT void sw__context_report(sw__context_t *c, sw__segment_t *seg)
+{
     sw__segment_prefetch_used(seg);
     sw__context_ids(c, seg);
     if (seg->truncations != 0) {

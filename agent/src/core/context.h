@@ -32,6 +32,8 @@ typedef struct sw__thread_counters {
     _Atomic uint64_t spans_limited;
     _Atomic uint64_t arena_truncated;
     _Atomic uint64_t sw8_invalid;
+    _Atomic uint64_t contexts_begun; /* request contexts (request.c) begun on this thread... */
+    _Atomic uint64_t contexts_ended; /* ...and ended on it (a context may end on another) */
 } sw__thread_counters_t;
 
 /* Single-writer increment: the owning thread only. Relaxed: readers want a value, not order. */
@@ -133,6 +135,10 @@ int sw__context_add_ref(sw__context_t *c, int type, const char *trace_id,
    asynchronous spans still open (seg->async_open) is only detached from the context (parked)
    and reported by the end of its last asynchronous span. */
 void sw__context_finish(sw__context_t *c);
+
+/* Counts `seg`, a finished segment the calling thread owns, and hands it to the DataCarrier
+   (or counts it dropped); its block goes to c's cache. c must be in the current run. */
+void sw__context_report(sw__context_t *c, sw__segment_t *seg);
 
 /*
  * The root span of a trace that was sampled but got no segment block (the pool's cap, or

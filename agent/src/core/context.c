@@ -15,8 +15,7 @@
 #include "../config/dynamic_config.h"
 #include "../util/locality.h"
 
-_Thread_local sw__context_t sw__tls_context
-    __attribute__((tls_model("initial-exec"))) = {.active = -1};
+_Thread_local sw__context_t sw__tls_context SW__TLS_MODEL = {.active = -1};
 
 _Atomic uint32_t sw__epoch;
 
@@ -84,9 +83,24 @@ static void context_thread_exit(void *arg)
     c->key_set = false;
 }
 
+static _Atomic bool exit_key_made; /* whether exit_key_create ran (read by the destructor) */
+
 static void exit_key_create(void)
 {
-    (void)pthread_key_create(&exit_key, context_thread_exit);
+    if (pthread_key_create(&exit_key, context_thread_exit) == 0) {
+        atomic_store_explicit(&exit_key_made, true, memory_order_release);
+    }
+}
+
+/* When the library is unloaded (dlclose after sw_shutdown): a thread that traced and exits
+   later must not call context_thread_exit, whose code is gone. What the thread still holds is
+   a finished run's and was counted at sw_shutdown; its static TLS block is the thread's. */
+__attribute__((destructor)) static void exit_key_delete(void)
+{
+    /* acquire: partner of the release store in exit_key_create; exit_key is set. */
+    if (atomic_load_explicit(&exit_key_made, memory_order_acquire)) {
+        (void)pthread_key_delete(exit_key);
+    }
 }
 
 void sw__context_drop_stale(sw__context_t *c)

@@ -21,6 +21,7 @@
 #include "../segment/ids.h"
 #include "../segment/segment.h"
 #include "../segment/segment_pool.h"
+#include "../util/tls_model.h"
 #include "skywalking.h"
 #include "span_instrument.h"
 
@@ -77,7 +78,7 @@ struct sw__context {
     uint32_t registered_epoch;
 };
 
-extern _Thread_local sw__context_t sw__tls_context __attribute__((tls_model("initial-exec")));
+extern _Thread_local sw__context_t sw__tls_context SW__TLS_MODEL;
 
 /*
  * The current run (0 = agent off). Stored with release by sw_init after the agent state is

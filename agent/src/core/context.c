@@ -167,12 +167,22 @@ SW__HOT bool sw__context_join(sw__context_t *c)
 SW__HOT void sw__context_push(sw__context_t *c, sw_span_type_t type, const char *op,
                               const char *peer, int64_t now_ms)
 {
-    sw__segment_t *seg = c->segment;
+    int32_t id = sw__context_span_add(c, c->segment, c->active, type, op, peer, now_ms);
+    if (id < 0) {
+        c->noop_depth++;
+        return;
+    }
+    c->active = id;
+}
+
+SW__HOT int32_t sw__context_span_add(sw__context_t *c, sw__segment_t *seg, int32_t parent,
+                                     sw_span_type_t type, const char *op, const char *peer,
+                                     int64_t now_ms)
+{
     if (seg->span_count >= seg->span_limit) {
         seg->size_limited = true;
-        c->noop_depth++;
         sw__counter_add(&c->counters.spans_limited, 1);
-        return;
+        return -1;
     }
     uint32_t id = seg->span_count++;
     sw__span_t *sp = &seg->spans[id];
@@ -181,13 +191,13 @@ SW__HOT void sw__context_push(sw__context_t *c, sw_span_type_t type, const char 
     sp->operation = sw__segment_strdup_len(seg, op, &sp->operation_len);
     sp->peer_len = 0;
     sp->peer = peer != NULL ? sw__segment_strdup_len(seg, peer, &sp->peer_len) : NULL;
-    sp->parent_id = c->active;
+    sp->parent_id = parent;
     sp->component_id = 0;
     sp->type = (uint8_t)type;
     sp->layer = SW_LAYER_UNKNOWN;
     sp->is_error = 0;
     sp->reserved = 0;
-    c->active = (int32_t)id;
+    return (int32_t)id;
 }
 
 SW__HOT void sw__context_start(sw__context_t *c, sw_span_type_t type, const char *op,

@@ -108,6 +108,12 @@ void sw__context_start(sw__context_t *c, sw_span_type_t type, const char *op, co
 void sw__context_push(sw__context_t *c, sw_span_type_t type, const char *op, const char *peer,
                       int64_t now_ms);
 
+/* Adds a span under `parent` to `seg` (the thread's segment, or a request context's) and
+   returns its id, or -1 past the segment's span limit (counted in c's spans_limited, the
+   segment marked size-limited). c is the calling thread's context, in the current run. */
+int32_t sw__context_span_add(sw__context_t *c, sw__segment_t *seg, int32_t parent,
+                             sw_span_type_t type, const char *op, const char *peer, int64_t now_ms);
+
 /*
  * A segment's ids (its segment id and, unless it continues another trace, a new trace id) are
  * made when first needed: by sw_inject / sw_inject_w3c / sw_capture, a log's trace context, a
@@ -136,6 +142,10 @@ int sw__context_add_ref(sw__context_t *c, int type, const char *trace_id,
    asynchronous spans still open (seg->async_open) is only detached from the context (parked)
    and reported by the end of its last asynchronous span. */
 void sw__context_finish(sw__context_t *c);
+
+/* sw_span_tag on span `span` of `seg` (a request context's segment, request.c). Returns 0 or
+   SW_EINVAL (key NULL). */
+int sw__span_tag_at(sw__segment_t *seg, int32_t span, const char *key, const char *value);
 
 /* Counts `seg`, a finished segment the calling thread owns, and hands it to the DataCarrier
    (or counts it dropped); its block goes to c's cache. c must be in the current run. */

@@ -143,14 +143,13 @@ static void stale_end(sw_span_ref_t r)
     }
 }
 
-/* Turns the span the thread's context just began (its active span) into a handle span. */
-static sw_span_ref_t handle_span(sw__context_t *c, sw__segment_t *seg)
+/* Turns span `id` of the context `seg`, just begun, into a handle span. */
+static sw_span_ref_t handle_span(sw__segment_t *seg, int32_t id)
 {
-    seg->spans[c->active].end_ms = SW__SPAN_OPEN;
+    seg->spans[id].end_ms = SW__SPAN_OPEN;
     seg->ctx_holds++;
     return (sw_span_ref_t){(sw_context_t *)(void *)seg,
-                           atomic_load_explicit(&seg->ctx_generation, memory_order_relaxed),
-                           c->active};
+                           atomic_load_explicit(&seg->ctx_generation, memory_order_relaxed), id};
 }
 
 /* Begins a new context with the stack API's begin functions on an emptied thread state. */
@@ -190,7 +189,7 @@ static int context_begin(sw_span_type_t type, const char *operation, const char 
         atomic_store_explicit(&seg->ctx_user, 0, memory_order_relaxed);
         seg->ctx_holds = 0;
         seg->async_open++; /* the context's hold: the stack API never reports it */
-        *span = handle_span(c, seg);
+        *span = handle_span(seg, c->active);
         sw__counter_add(&c->counters.contexts_begun, 1);
         rc = SW_OK;
     } else if (c->unrecorded) {
@@ -233,17 +232,12 @@ static int child_begin(sw_span_ref_t parent, sw_span_type_t type, const char *op
     if (seg == NULL) {
         return rc;
     }
-    thread_state_t saved;
-    swap_in(c, seg, parent.id, &saved);
-    sw__context_push(c, type, operation, peer, sw__now_ms());
-    if (c->noop_depth == 0) {
-        *span = handle_span(c, seg);
-        rc = SW_OK;
-    } else {
-        rc = SW_ENOTRACED; /* over the span limit (counted by the push) */
+    int32_t id = sw__context_span_add(c, seg, parent.id, type, operation, peer, sw__now_ms());
+    if (id < 0) {
+        return SW_ENOTRACED; /* over the span limit (counted) */
     }
-    swap_out(c, &saved);
-    return rc;
+    *span = handle_span(seg, id);
+    return SW_OK;
 }
 
 int sw_span_ref_begin_entry(sw_span_ref_t parent, const char *operation, sw_span_ref_t *span)
@@ -322,7 +316,11 @@ int sw_span_ref_set_error(sw_span_ref_t span, bool is_error)
 
 int sw_span_ref_tag(sw_span_ref_t span, const char *key, const char *value)
 {
-    WITH_SPAN(span, sw_span_tag(key, value));
+    int rc;
+    bool stale;
+    sw__context_t *c;
+    sw__segment_t *seg = ref_open(span, &c, &rc, &stale);
+    return seg != NULL ? sw__span_tag_at(seg, span.id, key, value) : rc;
 }
 
 int sw_span_ref_log(sw_span_ref_t span, const sw_kv_t *kvs, size_t n)

@@ -78,3 +78,16 @@ if(TARGET skywalking)
   target_compile_definitions(test_secure PRIVATE SW_SECURE_PROBE="$<TARGET_FILE:sw_secure_probe>")
   add_dependencies(test_secure sw_secure_probe)
 endif()
+
+# libskywalking.so loaded with dlopen, used, shut down and unloaded three times, and loaded
+# with no spare room in the static TLS block (tests/integration/test_dlopen.c). The test binary
+# does not link the library: it finds it by path.
+if(TARGET skywalking_shared)
+  sw_add_unit_test(test_dlopen SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_dlopen.c
+                   LIBS ${CMAKE_DL_LIBS})
+  target_include_directories(test_dlopen PRIVATE ${PROJECT_SOURCE_DIR}/agent/include)
+  target_compile_definitions(test_dlopen PRIVATE
+    SW_TEST_LIBSKYWALKING="$<TARGET_FILE:skywalking_shared>"
+    SW_TEST_DLOPEN_DEMO="$<TARGET_FILE:sw_dlopen_demo>")
+  add_dependencies(test_dlopen skywalking_shared sw_dlopen_demo)
+endif()

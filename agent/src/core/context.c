@@ -369,13 +369,25 @@ void sw__registry_sum(sw_stats_t *out)
     pthread_mutex_unlock(&sw__agent.registry_lock);
 }
 
-void sw__registry_close(sw_stats_t *out)
+void sw__registry_close(sw_stats_t *out, bool release_idle)
 {
     pthread_mutex_lock(&sw__agent.registry_lock);
     *out = sw__agent.retired;
     while (sw__agent.registry_head != NULL) {
         sw__context_t *c = sw__agent.registry_head;
         counters_fold(&c->counters, out);
+        if (release_idle && c != &sw__tls_context) {
+            /* What another thread keeps for its next segments goes back to the run's pools
+               (freed with them next): that thread may outlive the library (dlclose), and then
+               nothing of the library runs at its exit. No span call races sw_shutdown
+               (skywalking.h), so the thread is not using them; its open segment, if any, is
+               still its own and is discarded by its next span call. */
+            sw__segment_cache_flush(&c->cache, &sw__agent.pool);
+            if (c->chunk != NULL) {
+                sw__chunk_seal(&sw__agent.chunks, c->chunk);
+                c->chunk = NULL;
+            }
+        }
         registry_unlink(c);
     }
     sw__agent.run_epoch = 0;

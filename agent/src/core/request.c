@@ -31,7 +31,7 @@
 
 /* The context of references that record nothing (only its address is used). */
 static const char unrecorded_context;
-#define UNRECORDED ((sw_context_t *)(uintptr_t)&unrecorded_context)
+#define UNRECORDED ((sw_context_t *)(uintptr_t) & unrecorded_context)
 
 static const sw_span_ref_t unrecorded_ref = {UNRECORDED, 0, -1};
 

@@ -562,8 +562,9 @@ class context_span
     context_span(const context_span &) = delete;
     context_span &operator=(const context_span &) = delete;
 
-    /* A new context whose first span is an entry span continuing `incoming` (sw_context_begin_
-       entry: nullptr, or absent members, for none). status() tells whether it is recorded. */
+    /* A new context whose first span is an entry span continuing the incoming headers
+       (sw_context_begin_entry; nullptr or empty members: none). status() says whether the
+       context is recorded. */
     static context_span begin_entry(const char *operation,
                                     const sw_headers_t *incoming = nullptr) noexcept
     {
@@ -628,25 +629,21 @@ class context_span
        limit or in a context that is not recorded, SW_EINVAL on an object holding no span. */
     context_span entry_child(const char *operation) const noexcept
     {
-        return context_span(begun, [&](sw_span_ref_t *out) {
-            return sw_span_ref_begin_entry(ref_, operation, out);
-        });
+        return child(sw_span_ref_begin_entry, operation);
     }
     context_span entry_child(std::string_view operation) const noexcept
     {
         detail::short_text op(operation);
-        return entry_child(op.get());
+        return child(sw_span_ref_begin_entry, op.get());
     }
     context_span local_child(const char *operation) const noexcept
     {
-        return context_span(begun, [&](sw_span_ref_t *out) {
-            return sw_span_ref_begin_local(ref_, operation, out);
-        });
+        return child(sw_span_ref_begin_local, operation);
     }
     context_span local_child(std::string_view operation) const noexcept
     {
         detail::short_text op(operation);
-        return local_child(op.get());
+        return child(sw_span_ref_begin_local, op.get());
     }
     context_span exit_child(const char *operation, const char *peer = nullptr) const noexcept
     {
@@ -804,6 +801,13 @@ class context_span
     context_span(begun_t, Begin begin) noexcept
         : status_(begin(&ref_)), open_(true), exceptions_at_begin_(std::uncaught_exceptions())
     {
+    }
+
+    /* An entry or local child: `begin` is sw_span_ref_begin_entry or _local. */
+    context_span child(int (*begin)(sw_span_ref_t, const char *, sw_span_ref_t *),
+                       const char *operation) const noexcept
+    {
+        return context_span(begun, [&](sw_span_ref_t *out) { return begin(ref_, operation, out); });
     }
 
     void forget() noexcept

@@ -20,3 +20,25 @@ sw_add_unit_test(test_evhttp_context
   LIBS evl_support skywalking
   LABELS eventloop
   TIMEOUT 300)
+
+# sw_context_attach with the preload library: evl_redis links libskywalking.so and runs with
+# libskywalking-preload.so preloaded against the db fixture's Redis (tests/db.cmake); plain
+# builds only, like the other LD_PRELOAD tests.
+if(TARGET skywalking-preload AND NOT SW_SANITIZE AND TARGET PkgConfig::PL_HIREDIS)
+  add_executable(evl_redis integration/eventloop/evl_redis.c)
+  target_link_libraries(evl_redis PRIVATE evl_support skywalking_shared PkgConfig::PL_HIREDIS)
+  sw_target_defaults(evl_redis)
+
+  sw_add_unit_test(test_evhttp_preload
+    SOURCES integration/test_evhttp_preload.c integration/preload/pl_support.c
+    LIBS swproto
+    LABELS "eventloop;db;preload"
+    TIMEOUT 300)
+  target_include_directories(test_evhttp_preload PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/integration)
+  target_compile_definitions(test_evhttp_preload PRIVATE
+    PL_PRELOAD_LIB="$<TARGET_FILE:skywalking-preload>"
+    EVL_REDIS="$<TARGET_FILE:evl_redis>")
+  add_dependencies(test_evhttp_preload skywalking-preload evl_redis)
+  set_tests_properties(test_evhttp_preload PROPERTIES FIXTURES_REQUIRED db
+    ENVIRONMENT "SW_TEST_DB_STATE=${SW_DB_FIXTURE_DIR}")
+endif()

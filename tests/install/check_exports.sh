@@ -35,6 +35,18 @@ if [ ! -s "$tmp/declared" ]; then
     echo "check_exports: no function found in $header" >&2
     exit 1
 fi
+# Linked with -Bsymbolic-functions, the library's calls to its own exported functions bind
+# inside it: no dynamic relocation names one of them (another copy of the API in the process,
+# libskywalking.so beside the preload library, would otherwise receive some of its calls).
+objdump -R "$lib" | awk '$2 ~ /JUMP_SLOT|GLOB_DAT/ { sub(/@.*/, "", $3); print $3 }' |
+    sort -u >"$tmp/relocated"
+comm -12 "$tmp/exported" "$tmp/relocated" >"$tmp/self"
+if [ -s "$tmp/self" ]; then
+    echo "check_exports: $lib calls its own exported functions through the PLT/GOT" \
+         "(link it with -Wl,-Bsymbolic-functions):" >&2
+    sed 's/^/  /' "$tmp/self" >&2
+    exit 1
+fi
 status=0
 comm -13 "$tmp/declared" "$tmp/exported" >"$tmp/extra"
 comm -23 "$tmp/declared" "$tmp/exported" >"$tmp/missing"

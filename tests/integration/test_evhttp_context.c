@@ -7,6 +7,8 @@
  * entry span. The client (libevent, 200 connections at once) sends a W3C traceparent on every
  * other request. Every request must yield one correct trace, read back from the file reporter.
  */
+#include <sys/resource.h>
+
 #include <event2/buffer.h>
 #include <event2/keyvalq_struct.h>
 
@@ -166,8 +168,24 @@ static void check_request(const decoded_segments_t *d, int i, const char *down_p
     cr_assert_str_eq(ref->networkaddressusedatpeer, down_peer);
 }
 
+/* At the peak every request holds four sockets (client and server ends upstream and
+   downstream): raise the soft descriptor limit towards the hard one when it is below that. */
+static void descriptors_for_peak(void)
+{
+    struct rlimit rl;
+    cr_assert_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
+    rlim_t need = 4 * N + 64;
+    if (rl.rlim_cur < need) {
+        rl.rlim_cur = rl.rlim_max < need ? rl.rlim_max : need;
+        cr_assert_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
+    }
+    cr_assert_geq(rl.rlim_cur, need, "%d requests need %llu descriptors; the hard limit is %llu", N,
+                  (unsigned long long)need, (unsigned long long)rl.rlim_max);
+}
+
 Test(evhttp_context, interleaved_slow_requests_yield_one_trace_each, .timeout = 300)
 {
+    descriptors_for_peak();
     const char *path = agent_test_path();
     agent_test_start(path, use_w3c_too);
     char err[256] = "";

@@ -21,6 +21,15 @@ sw_add_unit_test(test_evhttp_context
   LABELS eventloop
   TIMEOUT 300)
 
+# The example agent/examples/evhttp_server.c, driven by the real curl CLI (--parallel) and read
+# back with swtrace; a few seconds.
+if(TARGET sw_evhttp_server AND TARGET swtrace)
+  add_test(NAME evhttp_example
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/integration/eventloop/check_evhttp_example.sh
+            $<TARGET_FILE:sw_evhttp_server> $<TARGET_FILE:swtrace>)
+  set_tests_properties(evhttp_example PROPERTIES LABELS eventloop TIMEOUT 180)
+endif()
+
 # sw_context_attach with the preload library: evl_redis links libskywalking.so and runs with
 # libskywalking-preload.so preloaded against the db fixture's Redis (tests/db.cmake); plain
 # builds only, like the other LD_PRELOAD tests.

@@ -13,12 +13,14 @@ if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
 # Tests: criterion (unit tests), kcat (independent Kafka consumer), a JDK and Maven (the real
 # Apache Kafka broker), curl and libmicrohttpd (preload tests), librdkafka (producer benchmark
 # baseline), python3 grpcio (test collector), wrk (load generator), PostgreSQL, MariaDB and Redis
-# servers with their client libraries (database/cache preload plugins and their tests).
+# servers with their client libraries (database/cache preload plugins and their tests), libevent
+# (the evhttp example and the event-loop request-context tests).
 PACKAGES="build-essential g++ dpkg-dev cmake ninja-build pkg-config clang libclang-rt-14-dev llvm clang-format
   libprotobuf-c-dev protobuf-c-compiler libgrpc-dev zlib1g-dev liblz4-dev libzstd-dev libssl-dev
   libcriterion-dev kcat default-jdk-headless maven curl libcurl4-openssl-dev libmicrohttpd-dev
   librdkafka-dev python3 python3-venv python3-grpcio python3-grpc-tools python3-protobuf wrk
-  postgresql libpq-dev mariadb-server libmariadb-dev redis-server libhiredis-dev"
+  postgresql libpq-dev mariadb-server libmariadb-dev redis-server libhiredis-dev
+  libevent-dev"
 
 missing=""
 for p in $PACKAGES; do

@@ -5,7 +5,8 @@ if(TARGET skywalking)
   set(SW_AGENT_TESTS test_span test_sw8 test_sampling test_config test_file_reporter
                      test_span_alloc test_segment_pool test_chunk test_log
                      test_config_hostile test_file_reporter_shared
-                     test_span_async test_span_mark test_w3c test_utf8)
+                     test_span_async test_span_mark test_w3c test_utf8
+                     test_request_context)
   # Meters and dynamic configuration (agent/src/meter, meter/meter_report.c, grpc/cds.c).
   list(APPEND SW_AGENT_TESTS test_meter)
   foreach(t ${SW_AGENT_TESTS})
@@ -82,4 +83,17 @@ if(TARGET skywalking)
   sw_add_unit_test(test_secure SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_secure.c)
   target_compile_definitions(test_secure PRIVATE SW_SECURE_PROBE="$<TARGET_FILE:sw_secure_probe>")
   add_dependencies(test_secure sw_secure_probe)
+endif()
+
+# libskywalking.so loaded with dlopen, used, shut down and unloaded three times, and loaded
+# with no spare room in the static TLS block (tests/integration/test_dlopen.c). The test binary
+# does not link the library: it finds it by path.
+if(TARGET skywalking_shared)
+  sw_add_unit_test(test_dlopen SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_dlopen.c
+                   LIBS ${CMAKE_DL_LIBS})
+  target_include_directories(test_dlopen PRIVATE ${PROJECT_SOURCE_DIR}/agent/include)
+  target_compile_definitions(test_dlopen PRIVATE
+    SW_TEST_LIBSKYWALKING="$<TARGET_FILE:skywalking_shared>"
+    SW_TEST_DLOPEN_DEMO="$<TARGET_FILE:sw_dlopen_demo>")
+  add_dependencies(test_dlopen skywalking_shared sw_dlopen_demo)
 endif()

@@ -62,7 +62,8 @@ extern "C" {
     X(NOTFOUND, -310, "no such key")                                                \
     X(IO, -311, "input/output error")                                               \
     X(THREAD, -312, "could not start a thread")                                     \
-    X(NOTSUP, -313, "not supported by this build")
+    X(NOTSUP, -313, "not supported by this build")                                  \
+    X(BUSY, -314, "the request context is in use on another thread")
 
 typedef enum sw_errno {
     SW_OK = 0,
@@ -509,6 +510,148 @@ int sw_capture(sw_snapshot_t *snap);
 int sw_continue(const sw_snapshot_t *snap);
 
 /* ----------------------------------------------------------------------------------------- */
+/* Request contexts: spans as handles, for event loops and callbacks                          */
+/* ----------------------------------------------------------------------------------------- */
+
+/*
+ * The span API above keeps each thread's spans on a stack: a request must begin and end on one
+ * thread, in stack order. A program that interleaves many requests on one thread (an event
+ * loop: libevent, libuv, epoll, nginx) or hands a request from thread to thread holds a request
+ * context instead. A context is one trace segment; its spans are handles (sw_span_ref_t) that
+ * the program keeps in its own per-request state, begins under an explicit parent, and ends in
+ * any order. The context reports its segment when its last span ends.
+ *
+ *     sw_span_ref_t entry, exit;
+ *     sw_headers_t in = {.sw8 = incoming_sw8};                 // any header may be NULL
+ *     sw_context_begin_entry("GET /orders", &in, &entry);     // a new context
+ *     sw_span_ref_begin_exit(entry, "GET", "cache:6379", &exit);
+ *     sw_span_ref_inject(exit, sw8, sizeof sw8, NULL, 0, NULL, 0);
+ *     ... later, in another callback, maybe on another thread ...
+ *     sw_span_ref_end(exit);
+ *     sw_span_ref_end(entry);                                 // last span: segment reported
+ *
+ * A reference is a plain value: copy it into the request's state; there is nothing to free.
+ * Sampling, SW_AGENT_IGNORE_SUFFIX, the span limit and sw_stats apply as to stack spans. A
+ * context that is not recorded (agent off, not sampled, ignored, no segment block) hands out
+ * references on which every call returns SW_ENOTRACED and every end is a no-op, so the program
+ * needs no special case.
+ *
+ * Threads: a context is used by one thread at a time, and may move to another thread between
+ * two calls (the program's own hand-off, e.g. a queue, orders them). No lock is taken. A call
+ * on a context that another thread has attached (sw_context_attach) returns SW_EBUSY; other
+ * concurrent use cannot be seen and is the program's error.
+ *
+ * Errors common to the sw_span_ref_* functions: SW_EINVAL (a reference no begin function wrote,
+ * or one of another process's run), SW_ENOSPAN (the span already ended, or its context ended
+ * or belongs to an agent run that sw_shutdown closed), SW_ENOTRACED (not recorded), SW_EBUSY.
+ * A reference to a context that ended must not be used after sw_shutdown returned (its memory
+ * is freed then); until then it is refused safely. A context whose spans are not all ended by
+ * sw_shutdown is lost and counted in sw_stats.contexts_open. Never blocks; no allocation in
+ * steady state.
+ */
+typedef struct sw_context sw_context_t;
+
+/* A span of a request context. Treat the fields as private. */
+typedef struct sw_span_ref {
+    sw_context_t *context;
+    uint32_t generation;
+    int32_t id; /* -1: not recorded */
+} sw_span_ref_t;
+
+/* Incoming propagation headers of a request; NULL members are absent. They are read as
+   sw_entry_span_begin_w3c reads them (SW_AGENT_PROPAGATION decides which count). */
+typedef struct sw_headers {
+    const char *sw8;
+    const char *sw8_correlation;
+    const char *sw8_x;
+    const char *traceparent;
+    const char *tracestate;
+} sw_headers_t;
+
+/*
+ * Begins a new request context with its first span: an entry span continuing `incoming` (NULL:
+ * no headers), a local span, or an exit span to `peer` (copied, may be NULL). `operation` is
+ * copied. Writes *span in every case. Returns SW_OK; SW_ENOTRACED (the context is not recorded:
+ * agent off, not sampled, ignored, or no segment block, each counted in sw_stats as for
+ * sw_entry_span_begin); SW_EINVAL (span NULL). Any thread.
+ */
+int sw_context_begin_entry(const char *operation, const sw_headers_t *incoming,
+                           sw_span_ref_t *span);
+int sw_context_begin_local(const char *operation, sw_span_ref_t *span);
+int sw_context_begin_exit(const char *operation, const char *peer, sw_span_ref_t *span);
+
+/*
+ * Begins a span of `parent`'s context whose parent is `parent` (which may have ended already:
+ * its context must not have). Writes *span in every case (not recorded on error, or past the
+ * span limit, which also returns SW_ENOTRACED and counts in sw_stats.spans_limited).
+ */
+int sw_span_ref_begin_entry(sw_span_ref_t parent, const char *operation, sw_span_ref_t *span);
+int sw_span_ref_begin_local(sw_span_ref_t parent, const char *operation, sw_span_ref_t *span);
+int sw_span_ref_begin_exit(sw_span_ref_t parent, const char *operation, const char *peer,
+                           sw_span_ref_t *span);
+
+/*
+ * Ends the span. When it was the last open span of its context (and the context is not
+ * attached), the segment goes to the reporter and every reference to the context becomes
+ * stale. Returns SW_OK, SW_OK for a span that is not recorded (nothing to do), SW_ENOSPAN
+ * (ended already), SW_EINVAL, SW_EBUSY.
+ */
+int sw_span_ref_end(sw_span_ref_t span);
+
+/* The setters of the stack API, on a span reference; same returns and copies. */
+int sw_span_ref_set_component(sw_span_ref_t span, int32_t component_id);
+int sw_span_ref_set_layer(sw_span_ref_t span, sw_layer_t layer);
+int sw_span_ref_set_peer(sw_span_ref_t span, const char *peer);
+int sw_span_ref_set_error(sw_span_ref_t span, bool is_error);
+int sw_span_ref_tag(sw_span_ref_t span, const char *key, const char *value);
+int sw_span_ref_log(sw_span_ref_t span, const sw_kv_t *kvs, size_t n);
+
+/* sw_inject and sw_inject_w3c for an exit span reference; same buffers and returns. */
+int sw_span_ref_inject(sw_span_ref_t span, char *sw8, size_t sw8_len, char *correlation,
+                       size_t correlation_len, char *sw8_x, size_t sw8_x_len);
+int sw_span_ref_inject_w3c(sw_span_ref_t span, char *traceparent, size_t traceparent_len,
+                           char *tracestate, size_t tracestate_len);
+
+/* sw_capture and sw_continue for a span reference: capture a position of one context, and
+   record it as a CrossThread reference on a span of another (typically the first span of a
+   context begun for work handed to another thread). Same returns. */
+int sw_span_ref_capture(sw_span_ref_t span, sw_snapshot_t *snap);
+int sw_span_ref_continue(sw_span_ref_t span, const sw_snapshot_t *snap);
+
+/* What sw_context_attach replaced on the thread, for sw_context_detach. Treat as private. */
+typedef struct sw_attach {
+    void *segment_;
+    sw_context_t *context_;
+    int32_t active_;
+    uint32_t noop_depth_;
+    uint32_t generation_;
+    bool unrecorded_;
+    bool attached_;
+    bool nested_;
+} sw_attach_t;
+
+/*
+ * Makes `span`'s context the calling thread's active trace and `span` its active span, so that
+ * code using the stack API on this thread (sw_exit_span_begin ... sw_span_end, sw_inject,
+ * sw_log, and the LD_PRELOAD plugins: a libpq, hiredis or libcurl call made inside an event-loop
+ * callback) records into this request, under `span`. Saves the thread's previous state in
+ * *saved. Spans begun through the stack API while attached must end before sw_context_detach.
+ * The context is not reported while attached, even if all its handle spans ended.
+ * Returns SW_OK; SW_ENOTRACED (not recorded: the thread's state is saved and the stack API
+ * records nothing until detach); SW_EINVAL (saved NULL, or a bad reference); SW_ENOSPAN;
+ * SW_EBUSY (attached on another thread). Every attach that returns SW_OK or SW_ENOTRACED must be
+ * paired with sw_context_detach(saved) on the same thread; attaches nest (detach in reverse).
+ */
+int sw_context_attach(sw_span_ref_t span, sw_attach_t *saved);
+
+/*
+ * Restores what sw_context_attach saved in *saved, and reports the context when its spans all
+ * ended while it was attached. Returns SW_OK or SW_EINVAL (saved NULL or not from an attach,
+ * or already detached).
+ */
+int sw_context_detach(sw_attach_t *saved);
+
+/* ----------------------------------------------------------------------------------------- */
 /* Application logs to the OAP                                                                */
 /* ----------------------------------------------------------------------------------------- */
 
@@ -589,6 +732,10 @@ typedef struct sw_stats {
     uint64_t logs_dropped;   /* never sent: queue full, out of memory, agent stopping */
     uint64_t logs_failed;    /* send errors */
     uint64_t logs_truncated; /* lines cut to SW_LOG_MAX_MESSAGE_SIZE (also counted above) */
+    /* Request contexts (sw_context_begin_*) begun and not yet finished. A finished context
+       counts in segments_finished as a stack segment does; one still open at sw_shutdown is
+       lost and stays counted here in the last run's stats. */
+    uint64_t contexts_open;
 } sw_stats_t;
 
 /*

@@ -28,6 +28,18 @@
  * string_view is copied into a NUL-terminated buffer on the stack for the C call (on the heap
  * with malloc when it is longer; truncated should that fail); a const char* is passed as is.
  *
+ * Request contexts. For event loops and requests that hop between threads, context_span holds
+ * one span of a request context (skywalking.h "Request contexts") as an object that moves and
+ * ends its span when destroyed, in any order; attach_scope makes such a request the thread's
+ * active trace for a scope, so that the guards and the LD_PRELOAD plugins record into it:
+ *
+ *     auto request = skywalking::context_span::begin_entry("GET /orders", incoming);
+ *     auto cache = request.exit_child("GET", "cache:6379");    // keep both in the request
+ *     {
+ *         skywalking::attach_scope attached(request);
+ *         skywalking::exit_span db("SELECT orders", "db:5432"); // a span of `request`
+ *     }
+ *
  * Nothing in this header throws or allocates with new. Exceptions thrown by a callable run
  * through traced() pass through it unchanged (after its span has recorded them).
  */
@@ -42,6 +54,7 @@
 #include <exception>
 #include <functional>
 #include <initializer_list>
+#include <iterator>
 #include <limits>
 #include <string_view>
 #include <type_traits>
@@ -117,6 +130,32 @@ inline std::string_view optional(std::string_view text) noexcept
 using short_text = c_string<256>;
 using header_text = c_string<SW_SW8_MAX>;
 
+/* The log of a span ended by stack unwinding (an exception left the scope that ended it). */
+inline constexpr sw_kv_t unwound_log[] = {{"event", "error"},
+                                          {"error.kind", "exception"},
+                                          {"message", "an exception left the span's scope"}};
+
+/* Logs a caught exception as the Java agent logs a Throwable, through `log(kvs, n)`:
+   event=error, error.kind=<the exception's dynamic type, demangled where the C++ ABI offers
+   it>, message=what(). Returns what `log` returns. */
+template <class Log> int log_exception(const std::exception &e, Log log) noexcept
+{
+    const char *kind = typeid(e).name();
+#if SKYWALKING_HPP_HAVE_CXXABI
+    int status = -1;
+    char *demangled = abi::__cxa_demangle(kind, nullptr, nullptr, &status);
+    if (status == 0 && demangled != nullptr) {
+        kind = demangled;
+    }
+#endif
+    const sw_kv_t kvs[] = {{"event", "error"}, {"error.kind", kind}, {"message", e.what()}};
+    int rc = log(kvs, std::size_t(3));
+#if SKYWALKING_HPP_HAVE_CXXABI
+    std::free(demangled); /* __cxa_demangle allocates with malloc */
+#endif
+    return rc;
+}
+
 } // namespace detail
 
 /*
@@ -140,6 +179,15 @@ class snapshot
         return s;
     }
 
+    /* Captures a span of a request context (sw_span_ref_capture; see context_span::capture).
+       status() is 0 or one of the codes that function's comment lists. */
+    static snapshot capture(sw_span_ref_t span) noexcept
+    {
+        snapshot s;
+        s.status_ = sw_span_ref_capture(span, &s.snap_);
+        return s;
+    }
+
     bool captured() const noexcept
     {
         return status_ == 0;
@@ -160,7 +208,9 @@ class snapshot
 
 /* The outgoing header values of an exit span (sw_inject). */
 struct propagation_headers {
-    int status = SW_ENOSPAN; /* 0, SW_ENOSPAN, SW_ENOTEXIT, SW_ENOTRACED (send no sw8) */
+    /* 0, SW_ENOSPAN, SW_ENOTEXIT, SW_ENOTRACED (send no sw8); from a context_span also
+       SW_EINVAL or SW_EBUSY (see sw_span_ref_inject). */
+    int status = SW_ENOSPAN;
     char sw8[SW_SW8_MAX] = "";
     char correlation[SW_CORRELATION_HEADER_MAX] = ""; /* empty: no correlation data */
     char sw8_x[SW_SW8_X_MAX] = "";
@@ -173,7 +223,9 @@ struct propagation_headers {
 
 /* The outgoing W3C Trace Context values of an exit span (sw_inject_w3c). */
 struct w3c_headers {
-    int status = SW_ENOSPAN; /* 0, SW_ENOSPAN, SW_ENOTEXIT, SW_ENOTRACED (send none) */
+    /* 0, SW_ENOSPAN, SW_ENOTEXIT, SW_ENOTRACED (send none); from a context_span also
+       SW_EINVAL or SW_EBUSY. */
+    int status = SW_ENOSPAN;
     char traceparent[SW_TRACEPARENT_MAX] = "";
     char tracestate[SW_TRACESTATE_MAX] = "";
 
@@ -225,20 +277,7 @@ class span
     int record_exception(const std::exception &e) noexcept
     {
         sw_span_set_error(true);
-        const char *kind = typeid(e).name();
-#if SKYWALKING_HPP_HAVE_CXXABI
-        int status = -1;
-        char *demangled = abi::__cxa_demangle(kind, nullptr, nullptr, &status);
-        if (status == 0 && demangled != nullptr) {
-            kind = demangled;
-        }
-#endif
-        const sw_kv_t kvs[] = {{"event", "error"}, {"error.kind", kind}, {"message", e.what()}};
-        int rc = sw_span_log(kvs, 3);
-#if SKYWALKING_HPP_HAVE_CXXABI
-        std::free(demangled); /* __cxa_demangle allocates with malloc */
-#endif
-        return rc;
+        return detail::log_exception(e, sw_span_log);
     }
 
     int set_error(bool is_error = true) noexcept
@@ -287,10 +326,7 @@ class span
     {
         if (std::uncaught_exceptions() > exceptions_at_begin_) {
             sw_span_set_error(true);
-            const sw_kv_t kvs[] = {{"event", "error"},
-                                   {"error.kind", "exception"},
-                                   {"message", "an exception left the span's scope"}};
-            sw_span_log(kvs, 3);
+            sw_span_log(detail::unwound_log, std::size(detail::unwound_log));
         }
         sw_span_end();
     }
@@ -439,6 +475,424 @@ traced(std::string_view operation,
 {
     return traced_task<std::decay_t<F>>(operation, std::decay_t<F>(std::forward<F>(f)));
 }
+
+/*
+ * Request contexts (skywalking.h "Request contexts"): spans the program holds as objects, for
+ * event loops that interleave requests on one thread and requests that move between threads.
+ *
+ *     struct request_state {                        // the program's per-request state
+ *         skywalking::context_span entry, cache;
+ *     };
+ *     skywalking::incoming_headers in;
+ *     in.sw8 = header_of(req, "sw8");               // absent headers stay empty
+ *     state->entry = skywalking::context_span::begin_entry("GET /orders", in);
+ *     state->cache = state->entry.exit_child("GET", "cache:6379");
+ *     send_with_sw8(state->cache.inject().sw8);
+ *     ... a later callback, maybe on another thread ...
+ *     state->cache.end();                           // or let it end with the state
+ *     delete state;                                 // entry ends: the segment is reported
+ *
+ * context_span owns one span of a request context (an sw_span_ref_t). It begins a new context
+ * (begin_entry, begin_local, begin_exit) or a span under another context_span (entry_child,
+ * local_child, exit_child), and ends its span when it is destroyed, unless end() ended it
+ * before. Spans end in any order; the context reports its segment when its last span ends. A
+ * context_span moves (into a container, a callback's state, a lambda, another thread) and
+ * cannot be copied, so exactly one object ends each span. A moved-from or default-constructed
+ * context_span holds no span: its calls return SW_EINVAL and its destruction does nothing.
+ * Moving a context_span into one that holds a span ends that span first, as its destructor
+ * would. Self-move does nothing.
+ *
+ * Destroyed by stack unwinding that began after it was made (an exception left the scope that
+ * owned it), a context_span marks its span as an error and logs it as the guards do.
+ *
+ * Setters act on the object's own span, whichever span is the thread's active one, and return
+ * what the sw_span_ref_* function they call returns (skywalking.h lists the codes: SW_ENOTRACED
+ * for a span that is not recorded, as when the agent is off, SW_ENOSPAN once the context
+ * ended, SW_EBUSY while another thread has it attached). As in the C API, a span that ended
+ * may still be tagged while its context is open.
+ *
+ * Threads: a context is used by one thread at a time and may move to another thread between
+ * calls; the program's own hand-off (a queue, a thread's start) orders them. After sw_shutdown,
+ * a context_span whose span is still open may be ended or destroyed (that frees what is left of
+ * the context, and reports nothing); one whose span ended must only be destroyed.
+ */
+
+/* Incoming propagation header values of a request (each may be empty: absent), read as
+   sw_entry_span_begin_w3c reads them; SW_AGENT_PROPAGATION decides which count. */
+struct incoming_headers {
+    std::string_view sw8;
+    std::string_view sw8_correlation;
+    std::string_view sw8_x;
+    std::string_view traceparent;
+    std::string_view tracestate;
+};
+
+class context_span
+{
+  public:
+    /* Holds no span (a place to move one into). */
+    context_span() noexcept = default;
+
+    ~context_span()
+    {
+        finish();
+    }
+
+    context_span(context_span &&other) noexcept
+        : ref_(other.ref_), status_(other.status_), open_(other.open_),
+          exceptions_at_begin_(other.exceptions_at_begin_)
+    {
+        other.forget();
+    }
+
+    /* Ends the span this object holds (as its destructor would), then takes other's. */
+    context_span &operator=(context_span &&other) noexcept
+    {
+        if (this != &other) {
+            finish();
+            ref_ = other.ref_;
+            status_ = other.status_;
+            open_ = other.open_;
+            exceptions_at_begin_ = other.exceptions_at_begin_;
+            other.forget();
+        }
+        return *this;
+    }
+
+    context_span(const context_span &) = delete;
+    context_span &operator=(const context_span &) = delete;
+
+    /* A new context whose first span is an entry span continuing the incoming headers
+       (sw_context_begin_entry; nullptr or empty members: none). status() says whether the
+       context is recorded. */
+    static context_span begin_entry(const char *operation,
+                                    const sw_headers_t *incoming = nullptr) noexcept
+    {
+        return context_span(begun, [&](sw_span_ref_t *out) {
+            return sw_context_begin_entry(operation, incoming, out);
+        });
+    }
+    static context_span begin_entry(std::string_view operation,
+                                    const incoming_headers &incoming = {}) noexcept
+    {
+        detail::short_text op(operation);
+        detail::header_text sw8(detail::optional(incoming.sw8));
+        detail::header_text corr(detail::optional(incoming.sw8_correlation));
+        detail::short_text x(detail::optional(incoming.sw8_x));
+        detail::short_text tp(detail::optional(incoming.traceparent));
+        detail::header_text ts(detail::optional(incoming.tracestate));
+        const sw_headers_t in = {sw8.get(), corr.get(), x.get(), tp.get(), ts.get()};
+        return begin_entry(op.get(), &in);
+    }
+
+    /* A new context whose first span is a local span (sw_context_begin_local). */
+    static context_span begin_local(const char *operation) noexcept
+    {
+        return context_span(
+            begun, [&](sw_span_ref_t *out) { return sw_context_begin_local(operation, out); });
+    }
+    static context_span begin_local(std::string_view operation) noexcept
+    {
+        detail::short_text op(operation);
+        return begin_local(op.get());
+    }
+    /* ... continuing `parent` (captured on another thread or from another context) with a
+       CrossThread reference; a parent not captured starts a trace of its own. */
+    static context_span begin_local(const char *operation, const snapshot &parent) noexcept
+    {
+        context_span s = begin_local(operation);
+        if (parent.captured()) {
+            s.continue_from(parent);
+        }
+        return s;
+    }
+    static context_span begin_local(std::string_view operation, const snapshot &parent) noexcept
+    {
+        detail::short_text op(operation);
+        return begin_local(op.get(), parent);
+    }
+
+    /* A new context whose first span is an exit span to `peer` (may be absent). */
+    static context_span begin_exit(const char *operation, const char *peer = nullptr) noexcept
+    {
+        return context_span(
+            begun, [&](sw_span_ref_t *out) { return sw_context_begin_exit(operation, peer, out); });
+    }
+    static context_span begin_exit(std::string_view operation, std::string_view peer = {}) noexcept
+    {
+        detail::short_text op(operation), p(detail::optional(peer));
+        return begin_exit(op.get(), p.get());
+    }
+
+    /* A span of this span's context with this span as its parent (sw_span_ref_begin_*; this
+       span may have ended, its context must not have). status() is SW_ENOTRACED past the span
+       limit or in a context that is not recorded, SW_EINVAL on an object holding no span. */
+    context_span entry_child(const char *operation) const noexcept
+    {
+        return child(sw_span_ref_begin_entry, operation);
+    }
+    context_span entry_child(std::string_view operation) const noexcept
+    {
+        detail::short_text op(operation);
+        return child(sw_span_ref_begin_entry, op.get());
+    }
+    context_span local_child(const char *operation) const noexcept
+    {
+        return child(sw_span_ref_begin_local, operation);
+    }
+    context_span local_child(std::string_view operation) const noexcept
+    {
+        detail::short_text op(operation);
+        return child(sw_span_ref_begin_local, op.get());
+    }
+    context_span exit_child(const char *operation, const char *peer = nullptr) const noexcept
+    {
+        return context_span(begun, [&](sw_span_ref_t *out) {
+            return sw_span_ref_begin_exit(ref_, operation, peer, out);
+        });
+    }
+    context_span exit_child(std::string_view operation, std::string_view peer = {}) const noexcept
+    {
+        detail::short_text op(operation), p(detail::optional(peer));
+        return exit_child(op.get(), p.get());
+    }
+
+    /* Ends the span now and returns what sw_span_ref_end returns (SW_OK also for a span that
+       is not recorded). Later calls and the destructor do nothing: they return SW_ENOSPAN, and
+       SW_EINVAL on an object that holds no span. */
+    int end() noexcept
+    {
+        if (!open_) {
+            return ref_.context == nullptr ? SW_EINVAL : SW_ENOSPAN;
+        }
+        open_ = false;
+        return sw_span_ref_end(ref_);
+    }
+
+    int tag(const char *key, const char *value) noexcept
+    {
+        return sw_span_ref_tag(ref_, key, value);
+    }
+    int tag(std::string_view key, std::string_view value) noexcept
+    {
+        detail::short_text k(key), v(value);
+        return sw_span_ref_tag(ref_, k.get(), v.get());
+    }
+
+    /* A log with one key/value pair (an event at the current time). */
+    int log(const char *key, const char *value) noexcept
+    {
+        const sw_kv_t kv = {key, value};
+        return sw_span_ref_log(ref_, &kv, 1);
+    }
+    int log(std::string_view key, std::string_view value) noexcept
+    {
+        detail::short_text k(key), v(value);
+        return log(k.get(), v.get());
+    }
+    /* A log of n pairs, as sw_span_ref_log. */
+    int log(const sw_kv_t *kvs, std::size_t n) noexcept
+    {
+        return sw_span_ref_log(ref_, kvs, n);
+    }
+
+    /* Marks the span as an error and logs a caught exception (see span::record_exception). */
+    int record_exception(const std::exception &e) noexcept
+    {
+        sw_span_ref_set_error(ref_, true);
+        return detail::log_exception(
+            e, [this](const sw_kv_t *kvs, std::size_t n) { return sw_span_ref_log(ref_, kvs, n); });
+    }
+
+    int set_error(bool is_error = true) noexcept
+    {
+        return sw_span_ref_set_error(ref_, is_error);
+    }
+    int set_component(std::int32_t component_id) noexcept
+    {
+        return sw_span_ref_set_component(ref_, component_id);
+    }
+    int set_layer(sw_layer_t layer) noexcept
+    {
+        return sw_span_ref_set_layer(ref_, layer);
+    }
+    int set_peer(const char *peer) noexcept
+    {
+        return sw_span_ref_set_peer(ref_, peer);
+    }
+    int set_peer(std::string_view peer) noexcept
+    {
+        detail::short_text p(peer);
+        return sw_span_ref_set_peer(ref_, p.get());
+    }
+
+    /* The sw8, sw8-correlation and sw8-x values to send from this exit span
+       (sw_span_ref_inject; status SW_ENOTEXIT for another kind of span). */
+    propagation_headers inject() const noexcept
+    {
+        propagation_headers h;
+        h.status = sw_span_ref_inject(ref_, h.sw8, sizeof h.sw8, h.correlation,
+                                      sizeof h.correlation, h.sw8_x, sizeof h.sw8_x);
+        return h;
+    }
+
+    /* The traceparent and tracestate values to send from this exit span. */
+    w3c_headers inject_w3c() const noexcept
+    {
+        w3c_headers h;
+        h.status = sw_span_ref_inject_w3c(ref_, h.traceparent, sizeof h.traceparent, h.tracestate,
+                                          sizeof h.tracestate);
+        return h;
+    }
+
+    /* This span as the parent of work in another context or on another thread: hand the
+       snapshot to begin_local(operation, snapshot), continue_from() or traced work. */
+    snapshot capture() const noexcept
+    {
+        return snapshot::capture(ref_);
+    }
+
+    /* Records a CrossThread reference to `parent` on this span (sw_span_ref_continue). */
+    int continue_from(const snapshot &parent) noexcept
+    {
+        return sw_span_ref_continue(ref_, parent.get());
+    }
+
+    /* What the begin function returned: SW_OK (recorded), SW_ENOTRACED (not recorded: agent
+       off, not sampled, ignored, past the span limit; every call is then a harmless no-op),
+       SW_EINVAL or SW_ENOSPAN (a bad or ended parent), SW_EBUSY. SW_EINVAL when it holds no
+       span because it was default-constructed or moved from. */
+    int status() const noexcept
+    {
+        return status_;
+    }
+    bool recorded() const noexcept
+    {
+        return status_ == SW_OK;
+    }
+    /* Whether this object still has a span to end. */
+    bool open() const noexcept
+    {
+        return open_;
+    }
+
+    /* The reference, for the C API (sw_context_attach, sw_span_ref_* calls); still owned. */
+    sw_span_ref_t get() const noexcept
+    {
+        return ref_;
+    }
+
+    /* Gives the span up without ending it: the caller ends it with sw_span_ref_end. The object
+       then holds no span. */
+    sw_span_ref_t release() noexcept
+    {
+        sw_span_ref_t r = ref_;
+        forget();
+        return r;
+    }
+
+  private:
+    struct begun_t {
+    };
+    static constexpr begun_t begun{};
+
+    /* Runs begin(&ref_), one of the C functions that write a reference in every case. */
+    template <class Begin>
+    context_span(begun_t, Begin begin) noexcept
+        : status_(begin(&ref_)), open_(true), exceptions_at_begin_(std::uncaught_exceptions())
+    {
+    }
+
+    /* An entry or local child: `begin` is sw_span_ref_begin_entry or _local. */
+    context_span child(int (*begin)(sw_span_ref_t, const char *, sw_span_ref_t *),
+                       const char *operation) const noexcept
+    {
+        return context_span(begun, [&](sw_span_ref_t *out) { return begin(ref_, operation, out); });
+    }
+
+    void forget() noexcept
+    {
+        ref_ = sw_span_ref_t{nullptr, 0, -1};
+        status_ = SW_EINVAL;
+        open_ = false;
+    }
+
+    /* The destructor's end: an exception that began unwinding after the span began marks it. */
+    void finish() noexcept
+    {
+        if (!open_) {
+            return;
+        }
+        if (std::uncaught_exceptions() > exceptions_at_begin_) {
+            sw_span_ref_set_error(ref_, true);
+            sw_span_ref_log(ref_, detail::unwound_log, std::size(detail::unwound_log));
+        }
+        end();
+    }
+
+    sw_span_ref_t ref_ = {nullptr, 0, -1};
+    int status_ = SW_EINVAL;
+    bool open_ = false;
+    int exceptions_at_begin_ = 0;
+};
+
+/*
+ * Makes a request context the calling thread's active trace for the length of a scope
+ * (sw_context_attach, then sw_context_detach in the destructor), so that code using the stack
+ * API on this thread records into the request, under the given span: the guards above,
+ * sw_exit_span_begin ... sw_span_end, sw_inject, and with the LD_PRELOAD library loaded, a
+ * libpq, hiredis or libcurl call made inside an event-loop callback.
+ *
+ *     void on_readable(request_state *state)
+ *     {
+ *         skywalking::attach_scope attached(state->entry);
+ *         redisCommand(redis, "GET %s", key);   // an exit span of state's request
+ *     }                                         // the thread's own spans are active again
+ *
+ * status() is what sw_context_attach returned: SW_OK; SW_ENOTRACED (the context is not
+ * recorded: the stack API records nothing in the scope); SW_EINVAL, SW_ENOSPAN or SW_EBUSY
+ * (attached on another thread): not attached, the stack API acts on the thread's own spans as
+ * before. Spans begun through the stack API in the scope must end in it (a guard does). The
+ * context is not reported while attached, even when all its spans ended. Scopes nest; they
+ * cannot be copied or moved and must be destroyed on the thread that made them, in reverse
+ * order, which a scope does. A temporary context_span cannot be attached (its span would end
+ * before the scope does).
+ */
+class attach_scope
+{
+  public:
+    explicit attach_scope(const context_span &span) noexcept : attach_scope(span.get()) {}
+    explicit attach_scope(sw_span_ref_t span) noexcept : status_(sw_context_attach(span, &saved_))
+    {
+    }
+    attach_scope(context_span &&) = delete;
+
+    ~attach_scope()
+    {
+        if (status_ == SW_OK || status_ == SW_ENOTRACED) {
+            sw_context_detach(&saved_);
+        }
+    }
+
+    attach_scope(const attach_scope &) = delete;
+    attach_scope &operator=(const attach_scope &) = delete;
+    attach_scope(attach_scope &&) = delete;
+    attach_scope &operator=(attach_scope &&) = delete;
+
+    int status() const noexcept
+    {
+        return status_;
+    }
+    /* Whether the request's context is the thread's active trace in the scope. */
+    bool attached() const noexcept
+    {
+        return status_ == SW_OK;
+    }
+
+  private:
+    sw_attach_t saved_; /* written by sw_context_attach */
+    int status_;
+};
 
 /*
  * User meters (skywalking.h, sw_meter_*), as the Java toolkit's Counter, Gauge and Histogram:

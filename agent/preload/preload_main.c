@@ -139,7 +139,10 @@ SW__HOT bool sw__preload_agent_ready(void)
         int rc = sw_init(&config); /* prints its own message naming the setting on failure */
         sw__preload_busy = false;
         created_file = rc == 0 && !existed && reporter_is_file();
-        s = rc == 0 ? 1 : 2;
+        /* SW_ESTATE while the agent runs: the program started it itself. It links
+           libskywalking, and its sw_* calls bind to this library's exports (exports.map), so
+           there is one agent, with the program's configuration; the plugins record into it. */
+        s = rc == 0 || (rc == SW_ESTATE && sw_enabled()) ? 1 : 2;
         atomic_store_explicit(&agent_state, s, memory_order_release);
     }
     pthread_mutex_unlock(&start_lock);

@@ -167,7 +167,7 @@ static int shutdown_impl(bool release_memory)
         sw__pipeline_drain(sw__agent.pipeline);
     }
     sw_stats_t st;
-    sw__registry_close(&st);
+    sw__registry_close(&st, release_memory);
     st.segments_reported =
         atomic_load_explicit(&sw__agent.report_counters.reported, memory_order_acquire);
     st.segments_failed =

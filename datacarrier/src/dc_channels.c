@@ -12,18 +12,24 @@
 #include "dc_ring.h"
 #include "datacarrier.h"
 
+/* Both thread-locals below are read on every dc_produce. In the static TLS block (initial-exec),
+   as the agent's own thread context is, except in the objects built for libskywalking.so
+   (DC__TLS_DYNAMIC, datacarrier/CMakeLists.txt), which may be loaded with dlopen. */
+#ifdef DC__TLS_DYNAMIC
+#define DC__TLS_MODEL
+#else
+#define DC__TLS_MODEL __attribute__((tls_model("initial-exec")))
+#endif
+
 /* The rolling partitioner's per-thread base for the current produce: attempt 0 takes the
    next value of the carrier's counter, later attempts of the same produce step from it, so a
    retry always lands on another channel (for attempt < channel_count). Thread-local, not
    shared: a produce's attempts run on one thread without any other partitioner call between
    them, since a partition function must not call dc_produce. */
-static _Thread_local uint32_t rolling_base __attribute__((tls_model("initial-exec")));
+static _Thread_local uint32_t rolling_base DC__TLS_MODEL;
 
-/* This thread's kernel id, cached: gettid is a system call. 0 = not read yet. Both variables are
-   in the static TLS block (initial-exec), as the agent's own thread context is: read on every
-   dc_produce, and in a shared library (libskywalking-preload.so, libdatacarrier.so) the
-   default model would make each read a __tls_get_addr call. */
-static _Thread_local uint32_t thread_id __attribute__((tls_model("initial-exec")));
+/* This thread's kernel id, cached: gettid is a system call. 0 = not read yet. */
+static _Thread_local uint32_t thread_id DC__TLS_MODEL;
 
 static uint32_t partition_rolling(void *state, uint32_t channel_count, uint32_t attempt)
 {

@@ -27,7 +27,12 @@ function(sw_add_shared_library target)
     VERSION ${PROJECT_VERSION}
     SOVERSION ${SW_SOVERSION}
     LINK_DEPENDS ${L_VERSION_SCRIPT})
-  target_link_options(${target} PRIVATE -Wl,--version-script=${L_VERSION_SCRIPT})
+  # -Bsymbolic-functions: the library's calls to its own exported functions bind inside it.
+  # Another copy of the API in the process (libskywalking-preload.so exports the functions of
+  # skywalking.h, so that a program's calls reach the preloaded agent) then never receives
+  # half of this library's calls.
+  target_link_options(${target} PRIVATE -Wl,--version-script=${L_VERSION_SCRIPT}
+                      -Wl,-Bsymbolic-functions)
   if(NOT SW_SANITIZE)
     # Every undefined symbol must come from a library it links (not possible with a sanitizer
     # runtime, which the executable provides).

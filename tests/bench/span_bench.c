@@ -8,6 +8,8 @@
  * median over the rounds, with min-max spread on the text lines:
  *   span:      segments of 100 spans (an entry span and 99 local pairs inside it)
  *   segment3:  segments of 3 spans (entry + exit + local, 2 tags), SkyWalking's typical request
+ * each through the stack API (sw_entry_span_begin ... sw_span_end) and through the request-
+ * context API (sw_context_begin_entry, sw_span_ref_*: span references with explicit parents).
  * Per round a window of segments is recorded paced: whenever more than PACE_HIGH segments wait
  * in the DataCarrier the caller sleeps until the consumer is below PACE_LOW, so nothing is
  * dropped (a dropped segment is a no-op and would flatter the figure). The window closes once the
@@ -34,6 +36,10 @@
  *   unsampled_pair_ns          a pair inside a trace upstream marked "not sampled"
  *   inject_extract_ns          sw_inject (sw8, correlation, sw8-x) + decoding the sw8 again
  *   span_pair_2t_ns            caller time per span on 2 threads at once (per thread)
+ *   ref_total_cpu_per_span_ns  total_cpu_per_span_ns through the request-context API
+ *   ref_total_cpu_per_segment3_ns  total_cpu_per_segment3_ns through the request-context API
+ *   ratio_ref_stack_span       ref_total_cpu_per_span_ns / total_cpu_per_span_ns
+ *   ratio_ref_stack_segment3   ref_total_cpu_per_segment3_ns / total_cpu_per_segment3_ns
  *   dropped                    segments dropped or failed in the measured windows (must be 0)
  *
  * The file reporter writes to /dev/null: the consumer encodes and frames every segment and
@@ -173,6 +179,35 @@ static double segment3(void)
     sw_local_span_begin("render");
     sw_span_end();
     sw_span_end();
+    return now_ns() - t0;
+}
+
+/* The same two shapes through the request-context API (span references, skywalking.h). */
+static double segment100_ref(void)
+{
+    double t0 = now_ns();
+    sw_span_ref_t root, child;
+    sw_context_begin_entry("GET /bench", NULL, &root);
+    for (int i = 1; i < SPANS_PER_SEGMENT; i++) {
+        sw_span_ref_begin_local(root, "local", &child);
+        sw_span_ref_end(child);
+    }
+    sw_span_ref_end(root);
+    return now_ns() - t0;
+}
+
+static double segment3_ref(void)
+{
+    double t0 = now_ns();
+    sw_span_ref_t root, exit, local;
+    sw_context_begin_entry("GET /bench", NULL, &root);
+    sw_span_ref_tag(root, "http.method", "GET");
+    sw_span_ref_begin_exit(root, "SELECT", "db:5432", &exit);
+    sw_span_ref_tag(exit, "db.statement", "SELECT 1");
+    sw_span_ref_end(exit);
+    sw_span_ref_begin_local(root, "render", &local);
+    sw_span_ref_end(local);
+    sw_span_ref_end(root);
     return now_ns() - t0;
 }
 
@@ -363,22 +398,30 @@ int main(int argc, char **argv)
         (void)run_window(segment100, span_segments / 4 + 1, SPANS_PER_SEGMENT);
     }
     (void)run_window(segment3, seg3_segments / 4 + 1, 1);
-    series_t span = {0}, seg3 = {0};
+    (void)run_window(segment100_ref, span_segments / 4 + 1, SPANS_PER_SEGMENT);
+    (void)run_window(segment3_ref, seg3_segments / 4 + 1, 1);
+    series_t span = {0}, seg3 = {0}, span_ref = {0}, seg3_ref = {0};
     double harness_cpu[MAX_ROUNDS];
     uint64_t lost = 0;
     for (int r = 0; r < rounds; r++) { /* interleaved, alternating which goes first */
-        window_t a, b, h = run_window(segment0, seg3_segments, 1);
+        window_t a, b, ar, br, h = run_window(segment0, seg3_segments, 1);
         if (r % 2 == 0) {
             a = run_window(segment100, span_segments, SPANS_PER_SEGMENT);
+            ar = run_window(segment100_ref, span_segments, SPANS_PER_SEGMENT);
             b = run_window(segment3, seg3_segments, 1);
+            br = run_window(segment3_ref, seg3_segments, 1);
         } else {
+            br = run_window(segment3_ref, seg3_segments, 1);
             b = run_window(segment3, seg3_segments, 1);
+            ar = run_window(segment100_ref, span_segments, SPANS_PER_SEGMENT);
             a = run_window(segment100, span_segments, SPANS_PER_SEGMENT);
         }
         series_put(&span, r, a, h, SPANS_PER_SEGMENT);
         series_put(&seg3, r, b, h, 1);
+        series_put(&span_ref, r, ar, h, SPANS_PER_SEGMENT);
+        series_put(&seg3_ref, r, br, h, 1);
         harness_cpu[r] = h.total_cpu_ns;
-        lost += a.lost + b.lost;
+        lost += a.lost + b.lost + ar.lost + br.lost;
     }
     double clock_ns = bench_loop_ns(0);
     double agent_clock_ns = bench_loop_ns(1);
@@ -397,6 +440,8 @@ int main(int argc, char **argv)
     print_row("3-span segment, caller", seg3.caller, rounds, clock_ns);
     print_row("3-span segment, total CPU", seg3.total, rounds, clock_ns);
     print_row("3-span segment, caller thread CPU", seg3.caller_cpu, rounds, clock_ns);
+    print_row("span (references), total CPU", span_ref.total, rounds, clock_ns);
+    print_row("3-span segment (references), total CPU", seg3_ref.total, rounds, clock_ns);
     print_row("harness around one segment, CPU", harness_cpu, rounds, clock_ns);
     printf("span pair (unsampled)                  %8.1f ns\n", unsampled_ns);
     printf("sw_inject + sw8 decode                 %8.1f ns\n", inj_ns);
@@ -413,12 +458,17 @@ int main(int argc, char **argv)
     double s3 = spread(seg3.caller, rounds, &lo, &hi);
     double s3_total = spread(seg3.total, rounds, &lo, &hi);
     double harness = spread(harness_cpu, rounds, &lo, &hi);
+    double ref_total = spread(span_ref.total, rounds, &lo, &hi);
+    double ref_s3_total = spread(seg3_ref.total, rounds, &lo, &hi);
     printf("caller_pair_ns=%.1f total_cpu_per_span_ns=%.1f caller_cpu_per_span_ns=%.1f "
            "caller_segment3_ns=%.1f total_cpu_per_segment3_ns=%.1f harness_cpu_ns=%.1f "
            "clock_ns=%.1f agent_clock_ns=%.1f ratio_pair_clock=%.2f unsampled_pair_ns=%.1f "
-           "inject_extract_ns=%.1f span_pair_2t_ns=%.1f dropped=%llu\n",
+           "inject_extract_ns=%.1f span_pair_2t_ns=%.1f ref_total_cpu_per_span_ns=%.1f "
+           "ref_total_cpu_per_segment3_ns=%.1f ratio_ref_stack_span=%.2f "
+           "ratio_ref_stack_segment3=%.2f dropped=%llu\n",
            pair, total, caller_cpu, s3, s3_total, harness, clock_ns, agent_clock_ns,
-           pair / clock_ns, unsampled_ns, inj_ns, pair2_ns, (unsigned long long)lost);
+           pair / clock_ns, unsampled_ns, inj_ns, pair2_ns, ref_total, ref_s3_total,
+           ref_total / total, ref_s3_total / s3_total, (unsigned long long)lost);
     if (lost != 0) {
         fprintf(stderr,
                 "span_bench: %llu segments dropped or failed while measuring: the "

@@ -15,25 +15,6 @@
 
 #define WAIT_MS 60000
 
-/* The servers' addresses, from the fixture's env file, exported to the programs we start. */
-static void servers_env(void)
-{
-    const char *state = getenv("SW_TEST_DB_STATE");
-    cr_assert_not_null(state, "SW_TEST_DB_STATE is not set: run through ctest (fixture db)");
-    char path[4200];
-    snprintf(path, sizeof path, "%s/env", state);
-    char *text = pl_slurp(path, NULL);
-    cr_assert_not_null(text, "%s is missing: the db fixture did not start", path);
-    for (char *line = strtok(text, "\n"); line != NULL; line = strtok(NULL, "\n")) {
-        char *eq = strchr(line, '=');
-        if (eq != NULL) {
-            *eq = '\0';
-            setenv(line, eq + 1, 1);
-        }
-    }
-    free(text);
-}
-
 /* The segment file and the stderr of the last run_traced. */
 static char traced_file[512], traced_err[512];
 
@@ -42,7 +23,7 @@ static char traced_file[512], traced_err[512];
 static void run_traced(char *const argv[], const char *tag, const char *extra1, const char *extra2,
                        pl_segments_t *out)
 {
-    servers_env();
+    pl_db_servers_env();
     char dir[256], e[3][4200];
     char *file = traced_file, *err = traced_err;
     pl_tmpdir(dir, sizeof dir, tag);
@@ -183,7 +164,7 @@ Test(preload_db, libpq_defaults_record_no_parameters_and_whole_statements)
 
 Test(preload_db, real_psql_is_traced)
 {
-    servers_env();
+    pl_db_servers_env();
     char *argv[] = {"psql",
                     "-X",
                     "-q",
@@ -453,7 +434,7 @@ Test(preload_db, plugin_settings_are_read_from_the_config_file)
    runs untraced and exits normally. */
 Test(preload_db, a_bad_plugin_setting_leaves_the_program_untraced)
 {
-    servers_env();
+    pl_db_servers_env();
     char dir[256], file[512], err[512], e[3][4200];
     pl_tmpdir(dir, sizeof dir, "dbbad");
     snprintf(file, sizeof file, "%s/seg.bin", dir);

@@ -2,8 +2,10 @@
  * test_skywalking_hpp.cpp - the C++ API (agent/include/skywalking.hpp): guards end their span
  * at scope exit and mark it as an error only when an exception unwinds through the scope;
  * string_view arguments (long, not NUL-terminated, from std::string); traced() carries a trace
- * into std::thread and std::async; the header's functions are noexcept. Each test records to a
- * private file and reads it back with protobuf-c.
+ * into std::thread and std::async; the header's functions are noexcept; context_span (request
+ * contexts) ends its span when destroyed, in any order, once however often it is moved, and
+ * attach_scope makes the stack API record into a request. Each test records to a private file
+ * and reads it back with protobuf-c.
  */
 #include <criterion/criterion.h>
 
@@ -12,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <future>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -45,11 +48,26 @@ static_assert(!noexcept(skywalking::traced("x", throwing_task)()),
 static_assert(!std::is_copy_constructible_v<skywalking::local_span>);
 static_assert(!std::is_move_constructible_v<skywalking::exit_span>);
 
+/* context_span moves without throwing and never copies; attach_scope stays where it was made. */
+static_assert(std::is_nothrow_move_constructible_v<skywalking::context_span>);
+static_assert(std::is_nothrow_move_assignable_v<skywalking::context_span>);
+static_assert(!std::is_copy_constructible_v<skywalking::context_span>);
+static_assert(!std::is_copy_assignable_v<skywalking::context_span>);
+static_assert(noexcept(skywalking::context_span::begin_entry("x")));
+static_assert(noexcept(skywalking::context_span::begin_entry(std::string_view("x"), {})));
+static_assert(noexcept(std::declval<skywalking::context_span &>().exit_child("x", "peer")));
+static_assert(!std::is_copy_constructible_v<skywalking::attach_scope>);
+static_assert(!std::is_move_constructible_v<skywalking::attach_scope>);
+static_assert(!std::is_move_assignable_v<skywalking::attach_scope>);
+static_assert(!std::is_constructible_v<skywalking::attach_scope, skywalking::context_span &&>,
+              "a temporary's span would end before the scope");
+
 struct recording {
     char path[256];
 };
 
-recording start_agent(uint32_t propagation = SW_PROPAGATION_SW8)
+/* `sample`: SW_AGENT_SAMPLE (-1: every trace). */
+recording start_agent(uint32_t propagation = SW_PROPAGATION_SW8, int32_t sample = -1)
 {
     recording r;
     char dir[] = "/tmp/sw-hpp-test-XXXXXX";
@@ -61,6 +79,7 @@ recording start_agent(uint32_t propagation = SW_PROPAGATION_SW8)
     std::snprintf(cfg.service_name, sizeof cfg.service_name, "hpp-service");
     std::snprintf(cfg.instance_name, sizeof cfg.instance_name, "hpp-instance");
     cfg.propagation = propagation;
+    cfg.sample_n_per_3_secs = sample;
     int rc = sw_init(&cfg);
     cr_assert_eq(rc, 0, "sw_init: %s", sw_strerror(rc));
     return r;
@@ -150,6 +169,25 @@ const char *log_value(const Span *span, const char *key)
             }
         }
     }
+    return nullptr;
+}
+
+sw_stats_t stats_now()
+{
+    sw_stats_t st;
+    sw_stats(&st);
+    return st;
+}
+
+/* The segment whose first span is named `op`. */
+const Segment *segment_of(const std::vector<Segment *> &segments, std::string_view op)
+{
+    for (const Segment *s : segments) {
+        if (s->n_spans > 0 && op == s->spans[0]->operationname) {
+            return s;
+        }
+    }
+    cr_assert_fail("no segment begins with '%.*s'", (int)op.size(), op.data());
     return nullptr;
 }
 
@@ -261,23 +299,35 @@ Test(hpp, a_span_opened_by_a_destructor_during_unwinding_is_not_an_error)
     free_all(segments);
 }
 
+/* Throws std::out_of_range and records it on `span` (a guard or a context_span). */
+template <class S> void record_out_of_range(S &span)
+{
+    try {
+        throw std::out_of_range("index 7 of 3");
+    } catch (const std::exception &e) {
+        cr_expect_eq(span.record_exception(e), 0);
+    }
+}
+
 Test(hpp, record_exception_logs_type_and_message)
 {
     recording r = start_agent();
     {
         skywalking::local_span span("parse");
-        try {
-            throw std::out_of_range("index 7 of 3");
-        } catch (const std::exception &e) {
-            cr_expect_eq(span.record_exception(e), 0);
-        }
+        record_out_of_range(span);
+    }
+    {
+        auto request = skywalking::context_span::begin_local("parse request");
+        record_out_of_range(request);
     }
     std::vector<Segment *> segments = stop_and_read(r);
-    const Span *span = find_span(segments, "parse");
-    cr_expect(span->iserror);
-    cr_expect_str_eq(log_value(span, "event"), "error");
-    cr_expect_str_eq(log_value(span, "error.kind"), "std::out_of_range");
-    cr_expect_str_eq(log_value(span, "message"), "index 7 of 3");
+    for (const char *op : {"parse", "parse request"}) {
+        const Span *span = find_span(segments, op);
+        cr_expect(span->iserror, "%s", op);
+        cr_expect_str_eq(log_value(span, "event"), "error");
+        cr_expect_str_eq(log_value(span, "error.kind"), "std::out_of_range");
+        cr_expect_str_eq(log_value(span, "message"), "index 7 of 3");
+    }
     free_all(segments);
 }
 
@@ -480,4 +530,353 @@ Test(hpp, meters_count_and_report_their_values)
     cr_assert(std::isnan(bad.value()));
     auto steps = skywalking::histogram::create("hpp_bad_steps", {5, 1});
     cr_assert_eq(steps.error(), SW_EINVAL);
+}
+
+/* ---- request contexts: context_span and attach_scope ---- */
+
+Test(hpp, context_spans_end_when_destroyed_in_any_order)
+{
+    recording r = start_agent();
+    sw_span_ref_t raw_entry, raw_local;
+    {
+        std::optional<skywalking::context_span> entry =
+            skywalking::context_span::begin_entry("GET /any");
+        cr_assert(entry->recorded(), "begin_entry: %s", sw_err_name(entry->status()));
+        std::optional<skywalking::context_span> local = entry->local_child("local");
+        skywalking::context_span exit = entry->exit_child("exit", "down:80");
+        cr_assert(local->recorded());
+        cr_assert(exit.recorded());
+        raw_entry = entry->get();
+        raw_local = local->get();
+
+        entry.reset(); /* the parent first */
+        cr_expect_eq(sw_span_ref_end(raw_entry), SW_ENOSPAN, "the entry ended when destroyed");
+        cr_expect_eq(stats_now().segments_finished, 0u, "two spans are still open");
+        local.reset();
+        cr_expect_eq(sw_span_ref_end(raw_local), SW_ENOSPAN, "the local ended when destroyed");
+        cr_expect_eq(stats_now().segments_finished, 0u, "the exit span is still open");
+        cr_expect_eq(exit.tag("last", "yes"), 0);
+    } /* the exit span, last */
+    sw_stats_t st = stats_now();
+    cr_expect_eq(st.segments_finished, 1u, "the last span's end finished the segment");
+    cr_expect_eq(st.contexts_open, 0u);
+    std::vector<Segment *> segments = stop_and_read(r);
+    cr_assert_eq(segments.size(), 1);
+    const Segment *seg = segment_of(segments, "GET /any");
+    cr_assert_eq(seg->n_spans, 3);
+    const Span *entry = find_span(segments, "GET /any");
+    const Span *local = find_span(segments, "local");
+    const Span *exit = find_span(segments, "exit");
+    cr_expect_eq(entry->spantype, SKYWALKING__V3__SPAN_TYPE__Entry);
+    cr_expect_eq(local->parentspanid, entry->spanid);
+    cr_expect_eq(exit->parentspanid, entry->spanid);
+    cr_expect_eq(exit->spantype, SKYWALKING__V3__SPAN_TYPE__Exit);
+    cr_expect_str_eq(exit->peer, "down:80");
+    cr_expect_str_eq(tag_value(exit, "last"), "yes");
+    for (std::size_t i = 0; i < seg->n_spans; i++) {
+        cr_expect_geq(seg->spans[i]->endtime, seg->spans[i]->starttime);
+        cr_expect(!seg->spans[i]->iserror);
+    }
+    free_all(segments);
+}
+
+Test(hpp, moving_a_context_span_keeps_exactly_one_end)
+{
+    recording r = start_agent();
+    skywalking::context_span root = skywalking::context_span::begin_local("moved root");
+    const sw_span_ref_t raw = root.get();
+    std::vector<skywalking::context_span> held;
+    held.push_back(std::move(root));
+    for (int i = 0; i < 16; i++) {
+        held.emplace_back(); /* reallocations move the span again and destroy the old slots */
+    }
+    cr_expect(!root.open());
+    cr_expect_null(root.get().context, "a moved-from object holds no span");
+    cr_expect_eq(root.end(), SW_EINVAL);
+    cr_expect_eq(root.tag("k", "v"), SW_EINVAL);
+    skywalking::context_span other;
+    other = std::move(held[0]); /* move assignment into an empty object */
+    held.clear();
+    skywalking::context_span &alias = other;
+    other = std::move(alias); /* self-move: nothing happens */
+    cr_expect(other.open());
+    cr_expect_eq(other.tag("alive", "yes"), 0, "no moved-from object ended the span");
+    sw_stats_t st = stats_now();
+    cr_expect_eq(st.contexts_open, 1u);
+    cr_expect_eq(st.segments_finished, 0u);
+
+    /* Into a lambda run by another thread: the span ends there, when the lambda is destroyed. */
+    std::thread worker(
+        [span = std::move(other)]() mutable { cr_expect_eq(span.tag("thread", "worker"), 0); });
+    worker.join();
+    cr_expect_eq(sw_span_ref_end(raw), SW_ENOSPAN, "ended by the worker's copy of the lambda");
+    cr_expect_eq(stats_now().segments_finished, 1u);
+
+    skywalking::context_span once = skywalking::context_span::begin_local("ended once");
+    cr_expect_eq(once.end(), 0);
+    cr_expect_eq(once.end(), SW_ENOSPAN, "end() is idempotent");
+    cr_expect(!once.open());
+    cr_expect_eq(once.tag("after", "end"), SW_ENOSPAN, "its context is over: refused");
+
+    /* Moving into an object that holds a span ends that span first. */
+    skywalking::context_span replaced = skywalking::context_span::begin_local("replaced");
+    const sw_span_ref_t raw_replaced = replaced.get();
+    replaced = skywalking::context_span::begin_local("replacement");
+    cr_expect_eq(sw_span_ref_end(raw_replaced), SW_ENOSPAN, "the overwritten span ended");
+    cr_expect(replaced.open());
+    replaced = skywalking::context_span();
+    cr_expect_eq(stats_now().segments_finished, 4u);
+
+    std::vector<Segment *> segments = stop_and_read(r);
+    cr_assert_eq(segments.size(), 4);
+    const Segment *moved = segment_of(segments, "moved root");
+    cr_assert_eq(moved->n_spans, 1);
+    cr_expect_str_eq(tag_value(moved->spans[0], "alive"), "yes");
+    cr_expect_str_eq(tag_value(moved->spans[0], "thread"), "worker");
+    segment_of(segments, "ended once");
+    segment_of(segments, "replaced");
+    segment_of(segments, "replacement");
+    free_all(segments);
+}
+
+Test(hpp, a_child_of_a_moved_context_span_has_the_moved_span_as_parent)
+{
+    recording r = start_agent();
+    {
+        std::vector<skywalking::context_span> requests;
+        requests.push_back(skywalking::context_span::begin_entry(std::string("GET /parent")));
+        skywalking::context_span before = requests[0].local_child("before the move");
+        skywalking::context_span parent = std::move(requests[0]);
+        requests.clear();
+        skywalking::context_span after = parent.exit_child("after the move", "down:80");
+        skywalking::context_span grandchild = after.entry_child(std::string_view("grandchild"));
+        cr_expect(after.recorded(), "exit_child: %s", sw_err_name(after.status()));
+        cr_expect(grandchild.recorded());
+
+        skywalking::context_span moved_from = std::move(parent);
+        skywalking::context_span orphan = parent.local_child("orphan");
+        cr_expect_eq(orphan.status(), SW_EINVAL, "a moved-from object is no parent");
+        cr_expect_eq(orphan.tag("k", "v"), SW_ENOTRACED, "its child records nothing");
+        cr_expect_eq(orphan.end(), 0, "and ends as a no-op");
+    }
+    std::vector<Segment *> segments = stop_and_read(r);
+    cr_assert_eq(segments.size(), 1);
+    cr_assert_eq(segments[0]->n_spans, 4, "no orphan span recorded");
+    const Span *entry = find_span(segments, "GET /parent");
+    const Span *after = find_span(segments, "after the move");
+    cr_expect_eq(find_span(segments, "before the move")->parentspanid, entry->spanid);
+    cr_expect_eq(after->parentspanid, entry->spanid);
+    cr_expect_str_eq(after->peer, "down:80");
+    const Span *grandchild = find_span(segments, "grandchild");
+    cr_expect_eq(grandchild->parentspanid, after->spanid);
+    cr_expect_eq(grandchild->spantype, SKYWALKING__V3__SPAN_TYPE__Entry);
+    free_all(segments);
+}
+
+Test(hpp, attach_scope_makes_stack_api_spans_land_in_the_request)
+{
+    recording r = start_agent();
+    {
+        skywalking::local_span own("thread's own"); /* the thread has a trace of its own */
+        skywalking::context_span request = skywalking::context_span::begin_entry("GET /evented");
+        {
+            skywalking::attach_scope attached(request);
+            cr_assert_eq(attached.status(), 0, "attach: %s", sw_err_name(attached.status()));
+            cr_expect(attached.attached());
+            sw_exit_span_begin("SELECT", "db:5432"); /* what a preload plugin does */
+            cr_expect_eq(sw_span_tag("db.statement", "SELECT 1"), 0);
+            sw_span_end();
+            {
+                skywalking::exit_span cache("GET key", "cache:6379"); /* a C++ guard too */
+                cr_expect(cache.inject().ok());
+            }
+            cr_expect_eq(request.end(), 0);
+            cr_expect_eq(stats_now().segments_finished, 0u, "not reported while attached");
+        }
+        cr_expect_eq(stats_now().segments_finished, 1u, "the detach reported it");
+        cr_expect_eq(sw_span_tag("own", "yes"), 0, "the thread's own span is active again");
+    }
+    std::vector<Segment *> segments = stop_and_read(r);
+    cr_assert_eq(segments.size(), 2);
+    const Segment *req = segment_of(segments, "GET /evented");
+    const Segment *own = segment_of(segments, "thread's own");
+    cr_assert_eq(req->n_spans, 3, "both stack-API spans are in the request's segment");
+    cr_expect_str_eq(req->spans[1]->operationname, "SELECT");
+    cr_expect_eq(req->spans[1]->parentspanid, 0);
+    cr_expect_str_eq(tag_value(req->spans[1], "db.statement"), "SELECT 1");
+    cr_expect_str_eq(req->spans[2]->operationname, "GET key");
+    cr_expect_eq(req->spans[2]->parentspanid, 0);
+    cr_expect_eq(own->n_spans, 1);
+    cr_expect_str_eq(tag_value(own->spans[0], "own"), "yes");
+    cr_expect_str_neq(own->traceid, req->traceid);
+    free_all(segments);
+}
+
+/* Two requests interleaved on one thread, as an event loop runs them: spans begun and ended
+   in mixed order, attach scopes nested across the two, each span in its own request. */
+Test(hpp, spans_of_two_interleaved_requests_stay_in_their_own_segments)
+{
+    recording r = start_agent();
+    {
+        auto a = skywalking::context_span::begin_entry("A /req");
+        auto b = skywalking::context_span::begin_entry("B /req");
+        auto a_call = a.exit_child("A call", "down:1");
+        auto b_work = b.local_child("B work");
+        {
+            skywalking::attach_scope in_a(a);
+            skywalking::exit_span query("A query", "db:1");
+            {
+                skywalking::attach_scope in_b(b_work); /* B's callback inside A's */
+                skywalking::exit_span nested("B query", "db:2");
+            }
+            skywalking::local_span resumed("A resumed");
+        }
+        cr_expect_eq(b_work.tag("request", "B"), 0);
+        cr_expect_eq(a_call.tag("request", "A"), 0);
+        b_work.end();
+        a.end();
+        auto b_late = b.exit_child("B late", "down:2");
+        b.end();
+        cr_expect_eq(stats_now().segments_finished, 0u);
+        a_call.end(); /* A's last */
+        cr_expect_eq(stats_now().segments_finished, 1u);
+    } /* b_late: B's last */
+    std::vector<Segment *> segments = stop_and_read(r);
+    cr_assert_eq(segments.size(), 2);
+    const Segment *a = segment_of(segments, "A /req");
+    const Segment *b = segment_of(segments, "B /req");
+    cr_expect_str_neq(a->traceid, b->traceid);
+    cr_expect_eq(a->n_spans, 4);
+    cr_expect_eq(b->n_spans, 4);
+    for (const Segment *seg : {a, b}) {
+        char request = seg->spans[0]->operationname[0];
+        for (std::size_t i = 0; i < seg->n_spans; i++) {
+            const Span *sp = seg->spans[i];
+            cr_expect_eq(sp->operationname[0], request, "%s in request %c's segment",
+                         sp->operationname, request);
+        }
+    }
+    std::vector<Segment *> a_only = {const_cast<Segment *>(a)};
+    std::vector<Segment *> b_only = {const_cast<Segment *>(b)};
+    cr_expect_eq(find_span(a_only, "A query")->parentspanid, 0);
+    cr_expect_eq(find_span(a_only, "A resumed")->parentspanid, find_span(a_only, "A query")->spanid,
+                 "A's active span came back after B's");
+    cr_expect_str_eq(tag_value(find_span(a_only, "A call"), "request"), "A");
+    const Span *b_work = find_span(b_only, "B work");
+    cr_expect_eq(find_span(b_only, "B query")->parentspanid, b_work->spanid);
+    cr_expect_str_eq(tag_value(b_work, "request"), "B");
+    cr_expect_eq(find_span(b_only, "B late")->parentspanid, 0);
+    free_all(segments);
+}
+
+Test(hpp, context_span_headers_and_snapshots_join_the_trace)
+{
+    recording r = start_agent(SW_PROPAGATION_SW8_TRACECONTEXT);
+    {
+        auto client = skywalking::context_span::begin_local("client");
+        auto call = client.exit_child("GET /next", "next:80");
+        cr_expect_eq(client.inject().status, SW_ENOTEXIT);
+        skywalking::propagation_headers h = call.inject();
+        cr_assert(h.ok(), "inject: %s", sw_err_name(h.status));
+        skywalking::w3c_headers w = call.inject_w3c();
+        cr_assert(w.ok(), "inject_w3c: %s", sw_err_name(w.status));
+
+        skywalking::incoming_headers by_sw8;
+        by_sw8.sw8 = h.sw8;
+        by_sw8.sw8_x = h.sw8_x;
+        auto server = skywalking::context_span::begin_entry("sw8 server", by_sw8);
+        skywalking::incoming_headers by_w3c;
+        by_w3c.traceparent = w.traceparent;
+        by_w3c.tracestate = w.tracestate;
+        auto w3c_server = skywalking::context_span::begin_entry("w3c server", by_w3c);
+
+        skywalking::snapshot snap = server.capture();
+        cr_assert(snap.captured(), "capture: %s", sw_err_name(snap.status()));
+        auto job = skywalking::context_span::begin_local("job", snap);
+        auto later = skywalking::context_span::begin_local("later");
+        cr_expect_eq(later.continue_from(snap), 0);
+    }
+    std::vector<Segment *> segments = stop_and_read(r);
+    cr_assert_eq(segments.size(), 5);
+    const Segment *client = segment_of(segments, "client");
+    for (const char *op : {"sw8 server", "w3c server"}) {
+        const Segment *server = segment_of(segments, op);
+        cr_expect_str_eq(server->traceid, client->traceid, "%s joined the trace", op);
+        cr_assert_eq(server->spans[0]->n_refs, 1, "%s", op);
+        const auto *ref = server->spans[0]->refs[0];
+        cr_expect_eq(ref->reftype, SKYWALKING__V3__REF_TYPE__CrossProcess);
+        cr_expect_str_eq(ref->parenttracesegmentid, client->tracesegmentid);
+        cr_expect_eq(ref->parentspanid, 1, "%s: the ref names the exit span", op);
+    }
+    const Segment *server = segment_of(segments, "sw8 server");
+    for (const char *op : {"job", "later"}) {
+        const Segment *seg = segment_of(segments, op);
+        cr_expect_str_eq(seg->traceid, client->traceid, "%s joined the trace", op);
+        cr_assert_eq(seg->spans[0]->n_refs, 1, "%s", op);
+        cr_expect_eq(seg->spans[0]->refs[0]->reftype, SKYWALKING__V3__REF_TYPE__CrossThread);
+        cr_expect_str_eq(seg->spans[0]->refs[0]->parenttracesegmentid, server->tracesegmentid);
+    }
+    free_all(segments);
+}
+
+Test(hpp, a_context_span_destroyed_by_unwinding_is_an_error)
+{
+    recording r = start_agent();
+    std::vector<skywalking::context_span> kept;
+    try {
+        auto doomed = skywalking::context_span::begin_local("doomed");
+        kept.push_back(skywalking::context_span::begin_local("kept"));
+        throw std::runtime_error("request failed");
+    } catch (const std::runtime_error &) {
+    }
+    kept.clear(); /* outside the unwinding: no error */
+    std::vector<Segment *> segments = stop_and_read(r);
+    const Span *doomed = find_span(segments, "doomed");
+    cr_expect(doomed->iserror);
+    cr_expect_str_eq(log_value(doomed, "event"), "error");
+    cr_expect_str_eq(log_value(doomed, "error.kind"), "exception");
+    cr_expect(!find_span(segments, "kept")->iserror);
+    cr_expect_null(log_value(find_span(segments, "kept"), "event"));
+    free_all(segments);
+}
+
+Test(hpp, context_spans_are_harmless_while_the_agent_is_off)
+{
+    cr_assert(!sw_enabled());
+    auto request = skywalking::context_span::begin_entry("off");
+    cr_expect_eq(request.status(), SW_ENOTRACED);
+    cr_expect(!request.recorded());
+    auto child = request.exit_child("child", "peer:1");
+    cr_expect_eq(child.status(), SW_ENOTRACED);
+    cr_expect_eq(child.tag("k", "v"), SW_ENOTRACED);
+    cr_expect_eq(child.inject().status, SW_ENOTRACED);
+    {
+        skywalking::attach_scope attached(request);
+        cr_expect_eq(attached.status(), SW_ENOTRACED);
+        cr_expect(!attached.attached());
+        skywalking::exit_span inside("inside", "z:1");
+        cr_expect_eq(inside.tag("k", "v"), SW_ENOSPAN, "the stack API records nothing");
+    }
+    cr_expect_eq(child.end(), 0);
+    cr_expect_eq(request.end(), 0);
+}
+
+Test(hpp, an_unsampled_request_attached_records_nothing)
+{
+    recording r = start_agent(SW_PROPAGATION_SW8, 1);
+    {
+        auto sampled = skywalking::context_span::begin_entry("sampled");
+        cr_assert(sampled.recorded(), "one trace per 3 s is sampled");
+        auto unsampled = skywalking::context_span::begin_entry("unsampled");
+        cr_assert_eq(unsampled.status(), SW_ENOTRACED);
+        skywalking::attach_scope attached(unsampled);
+        cr_expect_eq(attached.status(), SW_ENOTRACED);
+        skywalking::exit_span inside("inside", "z:1");
+        cr_expect_eq(inside.tag("k", "v"), SW_ENOTRACED, "the stack API records nothing");
+    }
+    cr_expect_eq(stats_now().traces_sampled_out, 1u);
+    std::vector<Segment *> segments = stop_and_read(r);
+    cr_assert_eq(segments.size(), 1);
+    cr_expect_eq(segment_of(segments, "sampled")->n_spans, 1, "nothing else joined it");
+    free_all(segments);
 }

@@ -50,7 +50,8 @@ extern sw__agent_t sw__agent;
 /* Registry: sums every thread's counters of the current run plus the retired ones. */
 void sw__registry_sum(sw_stats_t *out);
 
-/* sw_shutdown: folds and closes the registry of the run (no thread is registered after). */
-void sw__registry_close(sw_stats_t *out);
+/* sw_shutdown: folds and closes the registry of the run (no thread is registered after);
+   release_idle: also gives the blocks and chunk other threads keep back to the run's pools. */
+void sw__registry_close(sw_stats_t *out, bool release_idle);
 
 #endif /* SW_CORE_AGENT_STATE_H */

@@ -15,8 +15,7 @@
 #include "../config/dynamic_config.h"
 #include "../util/locality.h"
 
-_Thread_local sw__context_t sw__tls_context
-    __attribute__((tls_model("initial-exec"))) = {.active = -1};
+_Thread_local sw__context_t sw__tls_context SW__TLS_MODEL = {.active = -1};
 
 _Atomic uint32_t sw__epoch;
 
@@ -36,6 +35,9 @@ static void counters_fold(const sw__thread_counters_t *t, sw_stats_t *out)
     out->spans_limited += atomic_load_explicit(&t->spans_limited, memory_order_relaxed);
     out->arena_truncated += atomic_load_explicit(&t->arena_truncated, memory_order_relaxed);
     out->sw8_invalid += atomic_load_explicit(&t->sw8_invalid, memory_order_relaxed);
+    /* Unsigned wrap-around: a thread may end more contexts than it began; the sum is exact. */
+    out->contexts_open += atomic_load_explicit(&t->contexts_begun, memory_order_relaxed) -
+                          atomic_load_explicit(&t->contexts_ended, memory_order_relaxed);
 }
 
 static void registry_unlink(sw__context_t *c)
@@ -81,9 +83,24 @@ static void context_thread_exit(void *arg)
     c->key_set = false;
 }
 
+static _Atomic bool exit_key_made; /* whether exit_key_create ran (read by the destructor) */
+
 static void exit_key_create(void)
 {
-    (void)pthread_key_create(&exit_key, context_thread_exit);
+    if (pthread_key_create(&exit_key, context_thread_exit) == 0) {
+        atomic_store_explicit(&exit_key_made, true, memory_order_release);
+    }
+}
+
+/* When the library is unloaded (dlclose after sw_shutdown): a thread that traced and exits
+   later must not call context_thread_exit, whose code is gone. What the thread still holds is
+   a finished run's and was counted at sw_shutdown; its static TLS block is the thread's. */
+__attribute__((destructor)) static void exit_key_delete(void)
+{
+    /* acquire: partner of the release store in exit_key_create; exit_key is set. */
+    if (atomic_load_explicit(&exit_key_made, memory_order_acquire)) {
+        (void)pthread_key_delete(exit_key);
+    }
 }
 
 void sw__context_drop_stale(sw__context_t *c)
@@ -150,12 +167,22 @@ SW__HOT bool sw__context_join(sw__context_t *c)
 SW__HOT void sw__context_push(sw__context_t *c, sw_span_type_t type, const char *op,
                               const char *peer, int64_t now_ms)
 {
-    sw__segment_t *seg = c->segment;
+    int32_t id = sw__context_span_add(c, c->segment, c->active, type, op, peer, now_ms);
+    if (id < 0) {
+        c->noop_depth++;
+        return;
+    }
+    c->active = id;
+}
+
+SW__HOT int32_t sw__context_span_add(sw__context_t *c, sw__segment_t *seg, int32_t parent,
+                                     sw_span_type_t type, const char *op, const char *peer,
+                                     int64_t now_ms)
+{
     if (seg->span_count >= seg->span_limit) {
         seg->size_limited = true;
-        c->noop_depth++;
         sw__counter_add(&c->counters.spans_limited, 1);
-        return;
+        return -1;
     }
     uint32_t id = seg->span_count++;
     sw__span_t *sp = &seg->spans[id];
@@ -164,13 +191,13 @@ SW__HOT void sw__context_push(sw__context_t *c, sw_span_type_t type, const char 
     sp->operation = sw__segment_strdup_len(seg, op, &sp->operation_len);
     sp->peer_len = 0;
     sp->peer = peer != NULL ? sw__segment_strdup_len(seg, peer, &sp->peer_len) : NULL;
-    sp->parent_id = c->active;
+    sp->parent_id = parent;
     sp->component_id = 0;
     sp->type = (uint8_t)type;
     sp->layer = SW_LAYER_UNKNOWN;
     sp->is_error = 0;
     sp->reserved = 0;
-    c->active = (int32_t)id;
+    return (int32_t)id;
 }
 
 SW__HOT void sw__context_start(sw__context_t *c, sw_span_type_t type, const char *op,
@@ -263,8 +290,14 @@ SW__HOT void sw__context_finish(sw__context_t *c)
     c->segment = NULL;
     c->active = -1;
     if (seg->async_open != 0) {
-        return; /* parked: the last asynchronous span's end reports it (span_async.c) */
+        return; /* parked: the last asynchronous span's end, or the end of its request
+                   context, reports it (span_async.c, request.c) */
     }
+    sw__context_report(c, seg);
+}
+
+SW__HOT void sw__context_report(sw__context_t *c, sw__segment_t *seg)
+{
     sw__segment_prefetch_used(seg);
     sw__context_ids(c, seg);
     if (seg->truncations != 0) {
@@ -336,13 +369,25 @@ void sw__registry_sum(sw_stats_t *out)
     pthread_mutex_unlock(&sw__agent.registry_lock);
 }
 
-void sw__registry_close(sw_stats_t *out)
+void sw__registry_close(sw_stats_t *out, bool release_idle)
 {
     pthread_mutex_lock(&sw__agent.registry_lock);
     *out = sw__agent.retired;
     while (sw__agent.registry_head != NULL) {
         sw__context_t *c = sw__agent.registry_head;
         counters_fold(&c->counters, out);
+        if (release_idle && c != &sw__tls_context) {
+            /* What another thread keeps for its next segments goes back to the run's pools
+               (freed with them next): that thread may outlive the library (dlclose), and then
+               nothing of the library runs at its exit. No span call races sw_shutdown
+               (skywalking.h), so the thread is not using them; its open segment, if any, is
+               still its own and is discarded by its next span call. */
+            sw__segment_cache_flush(&c->cache, &sw__agent.pool);
+            if (c->chunk != NULL) {
+                sw__chunk_seal(&sw__agent.chunks, c->chunk);
+                c->chunk = NULL;
+            }
+        }
         registry_unlink(c);
     }
     sw__agent.run_epoch = 0;

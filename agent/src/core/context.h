@@ -21,6 +21,7 @@
 #include "../segment/ids.h"
 #include "../segment/segment.h"
 #include "../segment/segment_pool.h"
+#include "../util/tls_model.h"
 #include "skywalking.h"
 #include "span_instrument.h"
 
@@ -32,6 +33,8 @@ typedef struct sw__thread_counters {
     _Atomic uint64_t spans_limited;
     _Atomic uint64_t arena_truncated;
     _Atomic uint64_t sw8_invalid;
+    _Atomic uint64_t contexts_begun; /* request contexts (request.c) begun on this thread... */
+    _Atomic uint64_t contexts_ended; /* ...and ended on it (a context may end on another) */
 } sw__thread_counters_t;
 
 /* Single-writer increment: the owning thread only. Relaxed: readers want a value, not order. */
@@ -75,7 +78,7 @@ struct sw__context {
     uint32_t registered_epoch;
 };
 
-extern _Thread_local sw__context_t sw__tls_context __attribute__((tls_model("initial-exec")));
+extern _Thread_local sw__context_t sw__tls_context SW__TLS_MODEL;
 
 /*
  * The current run (0 = agent off). Stored with release by sw_init after the agent state is
@@ -105,6 +108,12 @@ void sw__context_start(sw__context_t *c, sw_span_type_t type, const char *op, co
 void sw__context_push(sw__context_t *c, sw_span_type_t type, const char *op, const char *peer,
                       int64_t now_ms);
 
+/* Adds a span under `parent` to `seg` (the thread's segment, or a request context's) and
+   returns its id, or -1 past the segment's span limit (counted in c's spans_limited, the
+   segment marked size-limited). c is the calling thread's context, in the current run. */
+int32_t sw__context_span_add(sw__context_t *c, sw__segment_t *seg, int32_t parent,
+                             sw_span_type_t type, const char *op, const char *peer, int64_t now_ms);
+
 /*
  * A segment's ids (its segment id and, unless it continues another trace, a new trace id) are
  * made when first needed: by sw_inject / sw_inject_w3c / sw_capture, a log's trace context, a
@@ -133,6 +142,14 @@ int sw__context_add_ref(sw__context_t *c, int type, const char *trace_id,
    asynchronous spans still open (seg->async_open) is only detached from the context (parked)
    and reported by the end of its last asynchronous span. */
 void sw__context_finish(sw__context_t *c);
+
+/* sw_span_tag on span `span` of `seg` (a request context's segment, request.c). Returns 0 or
+   SW_EINVAL (key NULL). */
+int sw__span_tag_at(sw__segment_t *seg, int32_t span, const char *key, const char *value);
+
+/* Counts `seg`, a finished segment the calling thread owns, and hands it to the DataCarrier
+   (or counts it dropped); its block goes to c's cache. c must be in the current run. */
+void sw__context_report(sw__context_t *c, sw__segment_t *seg);
 
 /*
  * The root span of a trace that was sampled but got no segment block (the pool's cap, or

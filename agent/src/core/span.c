@@ -322,16 +322,22 @@ int sw_span_set_error(bool is_error)
     return 0;
 }
 
-/* Appends an attribute record of the active span (segment c->segment, span c->active);
-   NULL when the arena is full (dropped and counted). */
-SW__HOT static sw__attr_t *attr_add(sw__context_t *c, enum sw__attr_kind kind, int64_t time_ms)
+/* Appends an attribute record of span `span` of `seg`; NULL when the arena is full (dropped
+   and counted). */
+SW__HOT static sw__attr_t *attr_add_at(sw__segment_t *seg, int32_t span, enum sw__attr_kind kind,
+                                       int64_t time_ms)
 {
-    sw__attr_t *a = sw__segment_attr_add(c->segment);
+    sw__attr_t *a = sw__segment_attr_add(seg);
     if (a != NULL) {
-        *a =
-            (sw__attr_t){.kind = (uint8_t)kind, .span_id = (uint16_t)c->active, .time_ms = time_ms};
+        *a = (sw__attr_t){.kind = (uint8_t)kind, .span_id = (uint16_t)span, .time_ms = time_ms};
     }
     return a;
+}
+
+/* attr_add_at for the active span (segment c->segment, span c->active). */
+SW__HOT static sw__attr_t *attr_add(sw__context_t *c, enum sw__attr_kind kind, int64_t time_ms)
+{
+    return attr_add_at(c->segment, c->active, kind, time_ms);
 }
 
 /* A field of the log before it, with copies of key and value in the arena (NULL counts as
@@ -351,21 +357,12 @@ static sw__attr_t *attr_add_log_field(sw__context_t *c, const char *key, const c
 /* Adds a tag to the active span; copy_key / copy_value: the string goes into the arena, else
    it is kept as given (context.h). key_len: the length of a kept key, 0 when not known;
    value_len: the bytes of value to copy (or a kept value's length), SIZE_MAX for all. */
-SW__HOT static int tag_put(const char *key, uint32_t key_len, const char *value, size_t value_len,
-                           bool copy_key, bool copy_value)
+SW__HOT static void tag_write(sw__segment_t *seg, int32_t span, const char *key, uint32_t key_len,
+                              const char *value, size_t value_len, bool copy_key, bool copy_value)
 {
-    if (key == NULL) {
-        return SW_EINVAL;
-    }
-    int rc;
-    sw__context_t *c = sw__context_recording(&rc);
-    if (c == NULL) {
-        return rc;
-    }
-    sw__segment_t *seg = c->segment;
-    sw__attr_t *a = attr_add(c, SW__ATTR_TAG, 0);
+    sw__attr_t *a = attr_add_at(seg, span, SW__ATTR_TAG, 0);
     if (a == NULL) {
-        return 0; /* arena full: dropped and counted */
+        return; /* arena full: dropped and counted */
     }
     if (copy_key) {
         a->key = sw__segment_strdup_len(seg, key, &a->key_len);
@@ -381,6 +378,30 @@ SW__HOT static int tag_put(const char *key, uint32_t key_len, const char *value,
     } else {
         a->value = sw__segment_strdup_len(seg, value, &a->value_len);
     }
+}
+
+/* tag_write on the active span. */
+SW__HOT static int tag_put(const char *key, uint32_t key_len, const char *value, size_t value_len,
+                           bool copy_key, bool copy_value)
+{
+    if (key == NULL) {
+        return SW_EINVAL;
+    }
+    int rc;
+    sw__context_t *c = sw__context_recording(&rc);
+    if (c == NULL) {
+        return rc;
+    }
+    tag_write(c->segment, c->active, key, key_len, value, value_len, copy_key, copy_value);
+    return 0;
+}
+
+SW__HOT int sw__span_tag_at(sw__segment_t *seg, int32_t span, const char *key, const char *value)
+{
+    if (key == NULL) {
+        return SW_EINVAL;
+    }
+    tag_write(seg, span, key, 0, value, SIZE_MAX, true, true);
     return 0;
 }
 

@@ -23,6 +23,7 @@
 #include <time.h>
 
 #include "../log/log.h"
+#include "../util/tls_model.h"
 #include "cyg_config.h"
 #include "skywalking.h"
 #include "span_mark.h"
@@ -75,8 +76,8 @@ static const fn_entry_t untraced = {NULL, NULL, false};
 static pthread_key_t thread_key;
 
 /* The calling thread's state: NULL before its first traced call, DEAD after it exited. */
-static _Thread_local cyg_thread_t *tls_thread __attribute__((tls_model("initial-exec")));
-static _Thread_local bool tls_busy __attribute__((tls_model("initial-exec")));
+static _Thread_local cyg_thread_t *tls_thread SW__TLS_MODEL;
+static _Thread_local bool tls_busy SW__TLS_MODEL;
 #define DEAD ((cyg_thread_t *)(uintptr_t)1)
 
 static NOINSTR void thread_free(void *p)

@@ -15,8 +15,7 @@ int64_t sw__span_clock_ms(void)
 /* Thread tokens: a thread's context may sit at the address of an exited thread's, so the owner
    of a detached span is recorded as a number no other thread ever gets. */
 static _Atomic uint64_t next_token = 1;
-static _Thread_local uint64_t tls_token
-    __attribute__((tls_model("initial-exec"))); /* as sw__tls_context */
+static _Thread_local uint64_t tls_token SW__TLS_MODEL; /* as sw__tls_context */
 
 static uint64_t thread_token(void)
 {

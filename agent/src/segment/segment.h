@@ -116,7 +116,20 @@ struct sw__segment {
     /* The W3C tracestate members (other than our `sw`) that came in with the entry span that
        began this segment, to forward on exits (in the arena; NULL: none). */
     const char *tracestate;
+
+    /* A segment that is a request context (core/request.c). sw__segment_reset leaves these
+       alone: `ctx_generation` must keep counting so that a stale sw_span_ref_t never matches a
+       block that was reused. It and `ctx_user` are atomics (relaxed) because a stale or misused
+       reference may read them while another thread owns the block; the other fields belong to
+       the thread that uses the context (one at a time, ordered by the program's hand-off). */
+    _Atomic uint32_t ctx_generation; /* bumped when a context begins and when it ends */
+    _Atomic uint32_t ctx_epoch;      /* the agent run the context began in */
+    _Atomic(uintptr_t) ctx_user;     /* the thread context that has it attached; 0: none */
+    uint32_t ctx_holds;              /* open handle spans plus attachments; 0: ended */
 };
+
+/* end_ms of a request context's span that has not ended (core/request.c). */
+#define SW__SPAN_OPEN INT64_MIN
 
 /* Bytes of one block for these limits, or 0 when they are out of range. */
 size_t sw__segment_block_size(uint32_t span_limit, uint32_t arena_cap);

@@ -3,6 +3,8 @@
  */
 #include "pl_support.h"
 
+#include <criterion/criterion.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -251,4 +253,22 @@ const pl_segment_t *pl_segment_find(const pl_segments_t *s, const char *id)
         }
     }
     return NULL;
+}
+
+void pl_db_servers_env(void)
+{
+    const char *state = getenv("SW_TEST_DB_STATE");
+    cr_assert_not_null(state, "SW_TEST_DB_STATE is not set: run through ctest (fixture db)");
+    char path[4200];
+    snprintf(path, sizeof path, "%s/env", state);
+    char *text = pl_slurp(path, NULL);
+    cr_assert_not_null(text, "%s is missing: the db fixture did not start", path);
+    for (char *line = strtok(text, "\n"); line != NULL; line = strtok(NULL, "\n")) {
+        char *eq = strchr(line, '=');
+        if (eq != NULL) {
+            *eq = '\0';
+            setenv(line, eq + 1, 1);
+        }
+    }
+    free(text);
 }

@@ -58,4 +58,9 @@ const char *pl_span_tag(const pl_span_t *sp, const char *key);
 /* The segment whose id is `id`, or NULL. */
 const pl_segment_t *pl_segment_find(const pl_segments_t *s, const char *id);
 
+/* Exports the addresses of the db fixture's servers (tests/db.cmake: SW_TEST_REDIS_PORT, ...),
+   read from $SW_TEST_DB_STATE/env, to this process's environment and so to the programs it
+   starts. Fails the test when the fixture did not run. */
+void pl_db_servers_env(void);
+
 #endif /* PL_SUPPORT_H */

@@ -97,3 +97,25 @@ if(TARGET skywalking_shared)
     SW_TEST_DLOPEN_DEMO="$<TARGET_FILE:sw_dlopen_demo>")
   add_dependencies(test_dlopen skywalking_shared sw_dlopen_demo)
 endif()
+
+# dlopen_bench: libskywalking.so (thread-locals with TLS descriptors) against the same objects
+# built with initial-exec thread-locals, both loaded with dlopen (tests/bench/dlopen_bench.c).
+# libskywalking_ie_bench.so exists only for this comparison; it is not installed.
+if(TARGET skywalking_shared)
+  add_library(skywalking_ie_bench SHARED
+    $<TARGET_OBJECTS:skywalking_objects> $<TARGET_OBJECTS:skywalking_tls_initial_exec>
+    $<TARGET_OBJECTS:datacarrier_objects> $<TARGET_OBJECTS:datacarrier_tls_initial_exec>
+    $<TARGET_OBJECTS:swproto_objects> $<TARGET_OBJECTS:swcommon_objects>)
+  target_link_options(skywalking_ie_bench PRIVATE
+    -Wl,--version-script=${PROJECT_SOURCE_DIR}/agent/skywalking.map -Wl,-Bsymbolic-functions)
+  target_link_libraries(skywalking_ie_bench PRIVATE
+    kproducer PkgConfig::PROTOBUF_C PkgConfig::GRPC Threads::Threads ${CMAKE_DL_LIBS})
+  sw_target_defaults(skywalking_ie_bench)
+  sw_add_bench(dlopen_bench SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/bench/dlopen_bench.c
+               LIBS ${CMAKE_DL_LIBS})
+  target_include_directories(dlopen_bench PRIVATE ${PROJECT_SOURCE_DIR}/agent/include)
+  target_compile_definitions(dlopen_bench PRIVATE
+    SW_BENCH_LIB_TLSDESC="$<TARGET_FILE:skywalking_shared>"
+    SW_BENCH_LIB_IE="$<TARGET_FILE:skywalking_ie_bench>")
+  add_dependencies(dlopen_bench skywalking_shared skywalking_ie_bench)
+endif()

@@ -307,7 +307,8 @@ int sw_config_load(sw_config_t *cfg, char *errbuf, size_t errlen);
  *               producer property the producer refuses).
  *   SW_ESTATE   already running.
  *   SW_EIO      the file reporter cannot open its output.
- *   SW_ENOTSUP  SW_REPORTER names a reporter this build lacks.
+ *   SW_ENOTSUP  SW_REPORTER names a reporter this build lacks, or is grpc in a forked child of a
+ *               process that used gRPC (Debian's gRPC cannot be used again after fork).
  *   SW_ENOMEM   out of memory.
  *   SW_ETHREAD  a reporter or consumer thread could not be started.
  * On every error a message naming the setting is logged (see sw_set_log_handler) and the agent

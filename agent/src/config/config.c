@@ -164,21 +164,6 @@ static bool number_parse(const char *s, size_t len, int64_t min, int64_t max, in
     return true;
 }
 
-bool sw__config_name_is_secret(const char *name)
-{
-    /* "password": ssl.key.password, sasl.password; "jaas": sasl.jaas.config; "keystore.key":
-     * the Java client's inline PEM key (ssl.keystore.key); "key.pem": librdkafka's
-     * (ssl.key.pem); "credentials": OAuth client credentials. */
-    static const char *const words[] = {"password",       "secret",       "token",   "jaas",
-                                        "authentication", "keystore.key", "key.pem", "credentials"};
-    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
-        if (strcasestr(name, words[i]) != NULL) {
-            return true;
-        }
-    }
-    return false;
-}
-
 int sw__config_text_check(const char *key, sw__text_rule_t rule, const char *value, size_t len,
                           char *errbuf, size_t errlen)
 {

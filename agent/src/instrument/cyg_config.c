@@ -12,6 +12,7 @@
 #include "../config/list.h"
 #include "../log/log.h"
 #include "skywalking.h"
+#include "swc_errbuf.h"
 
 int sw__cyg_list_parse(sw__cyg_list_t *list, const char *key, const char *text, char *errbuf,
                        size_t errlen)
@@ -21,13 +22,14 @@ int sw__cyg_list_parse(sw__cyg_list_t *list, const char *key, const char *text, 
     size_t n;
     for (const char *item; (item = sw__list_next(&cursor, &n)) != NULL;) {
         if (list->count == SW__CYG_PATTERNS_MAX) {
-            snprintf(errbuf, errlen, "%s has more than %d patterns", key, SW__CYG_PATTERNS_MAX);
+            swc__errbuf_printf(errbuf, errlen, "%s has more than %d patterns", key,
+                               SW__CYG_PATTERNS_MAX);
             return SW_ECONFIG;
         }
         if (n >= SW__CYG_PATTERN_LEN) {
             char esc[48];
-            snprintf(errbuf, errlen, "%s: pattern '%s' is longer than %d bytes", key,
-                     sw__log_escape(esc, sizeof esc, item, n), SW__CYG_PATTERN_LEN - 1);
+            swc__errbuf_printf(errbuf, errlen, "%s: pattern '%s' is longer than %d bytes", key,
+                               sw__log_escape(esc, sizeof esc, item, n), SW__CYG_PATTERN_LEN - 1);
             return SW_ECONFIG;
         }
         memcpy(list->patterns[list->count], item, n);
@@ -55,9 +57,10 @@ static int duration_parse(uint64_t *ns, char *errbuf, size_t errlen)
     /* At most an hour: anything longer is a typo, not a filter. */
     if (errno != 0 || *end != '\0' || v[0] == '-' || v[0] == '+' || us > 3600ull * 1000000ull) {
         char esc[80];
-        snprintf(errbuf, errlen,
-                 "SW_CYG_MIN_DURATION_US='%s' is not a number of microseconds in 0..3600000000",
-                 sw__log_escape(esc, sizeof esc, v, strlen(v)));
+        swc__errbuf_printf(
+            errbuf, errlen,
+            "SW_CYG_MIN_DURATION_US='%s' is not a number of microseconds in 0..3600000000",
+            sw__log_escape(esc, sizeof esc, v, strlen(v)));
         return SW_ECONFIG;
     }
     *ns = (uint64_t)us * 1000u;

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/jaas.h"
 #include "swc_errbuf.h"
 
 enum kind {
@@ -390,5 +391,23 @@ int kp_conf_validate(const kp_conf_t *conf, char *errbuf, size_t errlen)
                         (long long)conf->linger_ms + conf->request_timeout_ms);
         }
     }
+    return 0;
+}
+
+int kp__conf_sasl_credentials(const struct kp_conf *conf, char *user, size_t user_len, char *pass,
+                              size_t pass_len, char *errbuf, size_t errlen)
+{
+    if (conf->sasl_jaas_config[0] != '\0') {
+        return kp__jaas_parse(conf->sasl_jaas_config, conf->sasl_mechanism, user, user_len, pass,
+                              pass_len, errbuf, errlen);
+    }
+    if (conf->sasl_username[0] == '\0') {
+        swc__errbuf_printf(errbuf, errlen,
+                           "security.protocol=SASL_*: set sasl.jaas.config, or sasl.username and "
+                           "sasl.password");
+        return KP_ECONF;
+    }
+    snprintf(user, user_len, "%s", conf->sasl_username);
+    snprintf(pass, pass_len, "%s", conf->sasl_password);
     return 0;
 }

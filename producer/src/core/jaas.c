@@ -56,9 +56,9 @@ static int parse_entry(const char *text, int mechanism, char *user, size_t user_
     if (!class_is(text + start, i - start, want)) {
         if (errbuf && errlen > 0) {
             snprintf(errbuf, errlen,
-                     "sasl.jaas.config: the login module is not %s (sasl.mechanism=%s; the value "
-                     "is not shown)",
-                     want, kp__conf_mechanism_name(mechanism));
+                     "sasl.jaas.config: the login module is not %s, which sasl.mechanism needs "
+                     "(the value is not shown)",
+                     want);
         }
         return KP_ECONF;
     }
@@ -170,24 +170,4 @@ int kp__jaas_parse(const char *text, int mechanism, char *user, size_t user_len,
         OPENSSL_cleanse(pass, pass_len);
     }
     return rc;
-}
-
-int kp__conf_sasl_credentials(const struct kp_conf *conf, char *user, size_t user_len, char *pass,
-                              size_t pass_len, char *errbuf, size_t errlen)
-{
-    if (conf->sasl_jaas_config[0] != '\0') {
-        return kp__jaas_parse(conf->sasl_jaas_config, conf->sasl_mechanism, user, user_len, pass,
-                              pass_len, errbuf, errlen);
-    }
-    if (conf->sasl_username[0] == '\0') {
-        if (errbuf && errlen > 0) {
-            snprintf(errbuf, errlen,
-                     "security.protocol=SASL_*: set sasl.jaas.config, or sasl.username and "
-                     "sasl.password");
-        }
-        return KP_ECONF;
-    }
-    snprintf(user, user_len, "%s", conf->sasl_username);
-    snprintf(pass, pass_len, "%s", conf->sasl_password);
-    return 0;
 }

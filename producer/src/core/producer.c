@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "swc_errbuf.h"
 #include "swc_clock.h"
 #include "core/producer_impl.h"
 #include "core/tls.h"
@@ -38,7 +39,7 @@ static int add_bootstrap(kp_producer_t *p, char *errbuf, size_t errlen)
         long port = colon ? strtol(colon + 1, NULL, 10) : 0;
         if (!colon || colon == tok || port <= 0 || port > 65535 ||
             strlen(tok) >= sizeof(((kp__conn_t *)0)->host)) {
-            snprintf(errbuf, errlen, "bootstrap.servers: '%s' is not host:port", tok);
+            swc__errbuf_printf(errbuf, errlen, "bootstrap.servers: '%s' is not host:port", tok);
             return KP_ECONF;
         }
         kp__conn_t *c = calloc(1, sizeof(*c));
@@ -62,7 +63,7 @@ static int add_bootstrap(kp_producer_t *p, char *errbuf, size_t errlen)
         p->conns[p->n_conns++] = c;
     }
     if (p->n_conns == 0) {
-        snprintf(errbuf, errlen, "bootstrap.servers: no address");
+        swc__errbuf_printf(errbuf, errlen, "bootstrap.servers: no address");
         return KP_ECONF;
     }
     /* Ids -n..-1 in the order listed: conns stays sorted by id (sender_conns.c). */
@@ -118,7 +119,8 @@ int kp_producer_new(const kp_conf_t *conf, kp_producer_t **out, char *errbuf, si
         errlen = sizeof(dummy);
     }
     if (!conf || !out) {
-        snprintf(errbuf, errlen, "kp_producer_new: %s must not be NULL", conf ? "out" : "conf");
+        swc__errbuf_printf(errbuf, errlen, "kp_producer_new: %s must not be NULL",
+                           conf ? "out" : "conf");
         return KP_EINVAL;
     }
     *out = NULL;
@@ -128,7 +130,7 @@ int kp_producer_new(const kp_conf_t *conf, kp_producer_t **out, char *errbuf, si
     }
     kp_producer_t *p = calloc(1, sizeof(*p));
     if (!p) {
-        snprintf(errbuf, errlen, "out of memory");
+        swc__errbuf_printf(errbuf, errlen, "out of memory");
         return KP_ENOMEM;
     }
     p->conf = *conf;
@@ -170,7 +172,7 @@ int kp_producer_new(const kp_conf_t *conf, kp_producer_t **out, char *errbuf, si
     }
     if (rc != 0) {
         if (rc == KP_ENOMEM) {
-            snprintf(errbuf, errlen, "out of memory or file descriptors");
+            swc__errbuf_printf(errbuf, errlen, "out of memory or file descriptors");
         }
         producer_free(p);
         return rc;

@@ -3,8 +3,6 @@
  */
 #include "core/scram.h"
 
-#include "swc_base64.h"
-
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
@@ -13,6 +11,8 @@
 #include <string.h>
 
 #include "kproducer.h"
+#include "swc_base64.h"
+#include "swc_errbuf.h"
 
 static const EVP_MD *md_of(int sha)
 {
@@ -21,9 +21,7 @@ static const EVP_MD *md_of(int sha)
 
 static int fail(char *err, size_t errlen, const char *why)
 {
-    if (err && errlen > 0) {
-        snprintf(err, errlen, "%s", why);
-    }
+    swc__errbuf_printf(err, errlen, "%s", why);
     return KP_EMALFORMED;
 }
 
@@ -219,7 +217,7 @@ int kp__scram_verify_server_final(const kp__scram_t *s, const char *msg, size_t 
                    n < 64) {
                 n++;
             }
-            snprintf(err, errlen, "server-final: error '%.*s'", (int)n, msg + 2);
+            swc__errbuf_printf(err, errlen, "server-final: error '%.*s'", (int)n, msg + 2);
         }
         return KP_EAUTH;
     }
@@ -234,9 +232,7 @@ int kp__scram_verify_server_final(const kp__scram_t *s, const char *msg, size_t 
         return fail(err, errlen, "server-final: v= is not base64");
     }
     if ((size_t)got != s->sig_len || CRYPTO_memcmp(sig, s->server_signature, s->sig_len) != 0) {
-        if (err && errlen > 0) {
-            snprintf(err, errlen, "server-final: the server signature is wrong");
-        }
+        swc__errbuf_printf(err, errlen, "server-final: the server signature is wrong");
         return KP_EAUTH;
     }
     return 0;

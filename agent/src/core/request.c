@@ -161,21 +161,27 @@ static int context_begin(sw_span_type_t type, const char *operation, const char 
     }
     *span = unrecorded_ref;
     sw__context_t *c = &sw__tls_context;
+    static const sw_headers_t none;
+    const sw_headers_t *h = in != NULL ? in : &none;
     /* A W3C entry that is not sampled writes these for sw_inject_w3c: kept for the thread. */
+    bool w3c = h->traceparent != NULL;
     bool w3c_unsampled = c->w3c_unsampled;
     char w3c_trace_id[sizeof c->w3c_trace_id], w3c_parent_id[sizeof c->w3c_parent_id];
-    memcpy(w3c_trace_id, c->w3c_trace_id, sizeof w3c_trace_id);
-    memcpy(w3c_parent_id, c->w3c_parent_id, sizeof w3c_parent_id);
+    if (w3c) {
+        memcpy(w3c_trace_id, c->w3c_trace_id, sizeof w3c_trace_id);
+        memcpy(w3c_parent_id, c->w3c_parent_id, sizeof w3c_parent_id);
+    }
     if (c->epoch != atomic_load_explicit(&sw__epoch, memory_order_relaxed)) {
         sw__context_drop_stale(c); /* what the thread holds of a finished run */
     }
     thread_state_t saved;
     swap_in(c, NULL, -1, &saved);
-    if (type == SW_SPAN_ENTRY) {
-        static const sw_headers_t none;
-        const sw_headers_t *h = in != NULL ? in : &none;
+    if (type == SW_SPAN_ENTRY &&
+        (h->sw8 != NULL || h->sw8_correlation != NULL || h->sw8_x != NULL || w3c)) {
         sw_entry_span_begin_w3c(operation, h->sw8, h->sw8_correlation, h->sw8_x, h->traceparent,
                                 h->tracestate);
+    } else if (type == SW_SPAN_ENTRY) {
+        sw_entry_span_begin(operation, NULL); /* no headers: the short path */
     } else if (type == SW_SPAN_EXIT) {
         sw_exit_span_begin(operation, peer);
     } else {
@@ -197,8 +203,10 @@ static int context_begin(sw_span_type_t type, const char *operation, const char 
     }
     swap_out(c, &saved);
     c->w3c_unsampled = w3c_unsampled;
-    memcpy(c->w3c_trace_id, w3c_trace_id, sizeof w3c_trace_id);
-    memcpy(c->w3c_parent_id, w3c_parent_id, sizeof w3c_parent_id);
+    if (w3c) {
+        memcpy(c->w3c_trace_id, w3c_trace_id, sizeof w3c_trace_id);
+        memcpy(c->w3c_parent_id, w3c_parent_id, sizeof w3c_parent_id);
+    }
     return rc;
 }
 

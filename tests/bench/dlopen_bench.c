@@ -4,7 +4,8 @@
  * against the same objects built with the initial-exec model (libskywalking_ie_bench.so, a
  * build of this benchmark only), both loaded with dlopen into this program, alternating.
  *
- * Each round loads one library, starts its agent on /dev/null, and times span pairs inside one
+ * Each round loads one library, starts its agent on /dev/null, warms it up for 30 ms, and times
+ * span pairs inside one
  * open entry span (249 pairs per segment, under the span limit) through the stack API
  * (sw_local_span_begin / sw_span_end) and through request contexts (sw_span_ref_begin_local /
  * sw_span_ref_end under the context's entry span); then shuts the agent down and unloads the
@@ -92,6 +93,17 @@ static void round_of(const char *path, int segments, double *pair_ns, double *re
     if (l.init(&cfg) != 0) {
         fprintf(stderr, "dlopen_bench: sw_init failed\n");
         exit(1);
+    }
+    /* Warm up: the pool, the caches and the span clock's calibration (20 ms after sw_init,
+       agent/src/segment/clock.h; before it the clock reads clock_gettime). */
+    double warm_end = now_ns() + 30e6;
+    while (now_ns() < warm_end) {
+        l.entry_begin("warm", NULL);
+        for (int i = 0; i < PAIRS; i++) {
+            l.local_begin("local");
+            l.end();
+        }
+        l.end();
     }
     double *v = malloc(sizeof(double) * (size_t)segments);
     double *w = malloc(sizeof(double) * (size_t)segments);

@@ -14,20 +14,6 @@
 #include "core/producer_impl.h"
 #include "core/tls.h"
 
-void kp__producer_wake(void *arg)
-{
-    kp_producer_t *p = arg;
-    /* acq_rel: pairs with the release store in kp__sender_poll that re-arms the flag. */
-    if (atomic_exchange_explicit(&p->wake_pending, true, memory_order_acq_rel)) {
-        return;
-    }
-    uint64_t one = 1;
-    /* Acquire: partner of the release store of a replaced eventfd (sender_epoll.c). */
-    int fd = atomic_load_explicit(&p->wakefd, memory_order_acquire);
-    while (write(fd, &one, sizeof(one)) < 0 && errno == EINTR)
-        ;
-}
-
 /* Parses bootstrap.servers into the bootstrap connections (node ids -n..-1 as listed). */
 static int add_bootstrap(kp_producer_t *p, char *errbuf, size_t errlen)
 {
@@ -392,32 +378,6 @@ void kp_stats(kp_producer_t *p, kp_stats_t *s)
     s->pool_available = kp__buffer_pool_available(p->pool);
     s->pool_waiters = kp__buffer_pool_waiters(p->pool);
     s->requests_in_flight = atomic_load_explicit(&p->st_in_flight, memory_order_relaxed);
-}
-
-void kp__sender_set_error(kp_producer_t *p, int code, const char *msg)
-{
-    pthread_mutex_lock(&p->error_lock);
-    if (code != 0 || p->last_error != KP_ELIMIT) { /* a ready connection clears no KP_ELIMIT */
-        p->last_error = code;
-        snprintf(p->last_error_msg, sizeof p->last_error_msg, "%s", msg ? msg : "");
-    }
-    pthread_mutex_unlock(&p->error_lock);
-}
-
-void kp__sender_limit_error(kp_producer_t *p, const char *msg)
-{
-    kp__sender_set_error(p, KP_ELIMIT, msg);
-    kp__metadata_fail_waiters(&p->md, KP_ELIMIT);
-}
-
-void kp__sender_clear_limit_error(kp_producer_t *p)
-{
-    pthread_mutex_lock(&p->error_lock);
-    if (p->last_error == KP_ELIMIT) {
-        p->last_error = 0;
-        p->last_error_msg[0] = '\0';
-    }
-    pthread_mutex_unlock(&p->error_lock);
 }
 
 int kp_last_error(kp_producer_t *p, char *buf, size_t len)

@@ -88,6 +88,11 @@ struct kp_producer {
     kp__drain_list_t *drain; /* one per conn, index-aligned with conns */
     int pruned_version;      /* md.version when conns were last pruned */
     int32_t next_correlation;
+    /* What handles the answers to Produce and to every other API: set by kp__sender_run, so
+       that sender_io.c and sender_conns.c dispatch to sender_produce.c and sender_control.c
+       without calling up into them (docs/ARCHITECTURE.md, section 4b, step 6). */
+    const struct kp__request_handler *produce_handler;
+    const struct kp__request_handler *control_handler;
     bool metadata_in_flight;
     bool pid_in_flight;
     bool need_pid; /* idempotence: (re)acquire a producer id before sending */
@@ -174,6 +179,26 @@ void kp__sender_maybe_init_pid(kp_producer_t *p, int64_t now);
  * after which the caller drops the connection. */
 int kp__sender_handle_control(kp_producer_t *p, kp__conn_t *c, kp__request_t *r, kp_reader_t *body,
                               int64_t now);
+
+/*
+ * What the requests of one kind need from the sender's I/O: the handler of their answers, of
+ * a request written that expects none (Produce with acks=0; NULL when the kind has none), and
+ * of a request its connection lost before the answer (retried or failed). Sender thread.
+ */
+typedef struct kp__request_handler {
+    int (*response)(kp_producer_t *p, kp__conn_t *c, kp__request_t *r, kp_reader_t *body,
+                    int64_t now);
+    void (*written)(kp_producer_t *p, kp__request_t *r);
+    void (*failed)(kp_producer_t *p, kp__request_t *r, int64_t now);
+} kp__request_handler_t;
+extern const kp__request_handler_t kp__sender_control_handler; /* sender_control.c */
+extern const kp__request_handler_t kp__sender_produce_handler; /* sender_produce.c */
+
+/* The handler of requests of `api` (p's, set by kp__sender_run). */
+static inline const kp__request_handler_t *kp__sender_handler(const kp_producer_t *p, int16_t api)
+{
+    return api == KP_API_PRODUCE ? p->produce_handler : p->control_handler;
+}
 
 /* Produce path (sender_produce.c). */
 int64_t kp__sender_send_produce(kp_producer_t *p, int64_t now);

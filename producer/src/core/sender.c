@@ -21,6 +21,8 @@ static void fail_all(kp_producer_t *p, int64_t now)
 void *kp__sender_run(void *arg)
 {
     kp_producer_t *p = arg;
+    p->control_handler = &kp__sender_control_handler;
+    p->produce_handler = &kp__sender_produce_handler;
     int64_t last_expire = 0;
     for (;;) {
         int64_t now = swc__monotonic_ms();

@@ -5,10 +5,14 @@
  * connections of brokers gone from the metadata dropped once closed and idle, and at most
  * KP_MAX_CONNECTIONS sockets open at once. A broker's answer can name up to
  * KP_METADATA_MAX_BROKERS brokers and name new ones on every refresh: neither the table nor
- * the sockets grow with what it says. Sender thread only.
+ * the sockets grow with what it says. Closing a connection (kp__sender_disconnect, which
+ * fails what was in flight on it through the requests' handlers, and kp__sender_close_idle)
+ * is here too, below the I/O (sender_io.c) and the epoll set (sender_epoll.c) that call it.
+ * Sender thread only.
  */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 
 #include "core/producer_impl.h"
 #include "core/tls.h"
@@ -125,4 +129,34 @@ void kp__sender_conns_prune(kp_producer_t *p)
         k++;
     }
     p->n_conns = k;
+}
+
+/* Fails (retries) everything queued on c. */
+static void fail_requests(kp_producer_t *p, kp__conn_t *c, int64_t now)
+{
+    kp__request_t *r;
+    while ((r = kp__in_flight_pop(&c->in_flight))) {
+        kp__sender_handler(p, r->api_key)->failed(p, r, now);
+        kp__request_free(r);
+    }
+}
+
+void kp__sender_disconnect(kp_producer_t *p, kp__conn_t *c, int64_t now)
+{
+    if (c->fd >= 0) {
+        epoll_ctl(p->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+    }
+    kp__conn_close(c, now, p->conf.reconnect_backoff_ms, p->conf.reconnect_backoff_max_ms);
+    fail_requests(p, c, now);
+    kp__metadata_request_update(&p->md); /* a disconnect forces a refresh */
+}
+
+void kp__sender_close_idle(kp_producer_t *p, kp__conn_t *c, int64_t now)
+{
+    if (c->fd >= 0) {
+        epoll_ctl(p->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+    }
+    kp__conn_close(c, now, p->conf.reconnect_backoff_ms, p->conf.reconnect_backoff_max_ms);
+    c->failures = 0; /* closed as idle, not failed: may connect again at once */
+    c->next_connect_ms = now;
 }

@@ -255,3 +255,20 @@ int kp__sender_handle_control(kp_producer_t *p, kp__conn_t *c, kp__request_t *r,
         return KP_EMALFORMED; /* a response to a request this sender never sends */
     }
 }
+
+/* A control request lost with its connection: its answer will not come. */
+static void control_failed(kp_producer_t *p, kp__request_t *r, int64_t now)
+{
+    if (r->api_key == KP_API_METADATA) {
+        p->metadata_in_flight = false;
+        kp__metadata_failed(&p->md, now);
+    } else if (r->api_key == KP_API_INIT_PRODUCER_ID) {
+        p->pid_in_flight = false;
+    }
+}
+
+const kp__request_handler_t kp__sender_control_handler = {
+    .response = kp__sender_handle_control,
+    .written = NULL,
+    .failed = control_failed,
+};

@@ -24,6 +24,21 @@ static int register_wake(kp_producer_t *p, int wakefd)
     return epoll_ctl(p->epfd, EPOLL_CTL_ADD, wakefd, &ev);
 }
 
+/* Any thread: the sender has work (a record appended, metadata wanted, closing). */
+void kp__producer_wake(void *arg)
+{
+    kp_producer_t *p = arg;
+    /* acq_rel: pairs with the release store in kp__sender_poll that re-arms the flag. */
+    if (atomic_exchange_explicit(&p->wake_pending, true, memory_order_acq_rel)) {
+        return;
+    }
+    uint64_t one = 1;
+    /* Acquire: partner of the release store of a replaced eventfd (sender_epoll.c). */
+    int fd = atomic_load_explicit(&p->wakefd, memory_order_acquire);
+    while (write(fd, &one, sizeof(one)) < 0 && errno == EINTR)
+        ;
+}
+
 /* A new eventfd for kp__producer_wake. Returns it, or -1 (errno set). */
 static int wake_open(kp_producer_t *p)
 {

@@ -1,7 +1,8 @@
 /*
  * sender_io.c - the Selector of the sender thread: epoll over one connection per broker,
- * the wakeup eventfd, request framing and response dispatch, disconnects, request timeouts
- * and idle connections. Sender thread only.
+ * the wakeup eventfd, request framing, and response dispatch through each request kind's
+ * handler (kp__request_handler_t: sender_control.c, sender_produce.c), request timeouts and
+ * idle connections. Sender thread only.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -72,8 +73,12 @@ static void on_written(kp__conn_t *c, kp__request_t *r, void *arg)
 {
     (void)c;
     if (!r->expect_response) {
+        kp_producer_t *p = arg;
         kp__in_flight_remove(&c->in_flight, r);
-        kp__sender_produce_written(arg, r);
+        const kp__request_handler_t *h = kp__sender_handler(p, r->api_key);
+        if (h->written != NULL) {
+            h->written(p, r);
+        }
         kp__request_free(r);
     }
 }
@@ -129,43 +134,6 @@ int kp__sender_send(kp_producer_t *p, kp__conn_t *c, int16_t api, int16_t versio
     return 0;
 }
 
-/* Fails (retries) everything queued on c. */
-static void fail_requests(kp_producer_t *p, kp__conn_t *c, int64_t now)
-{
-    kp__request_t *r;
-    while ((r = kp__in_flight_pop(&c->in_flight))) {
-        if (r->api_key == KP_API_PRODUCE) {
-            kp__sender_produce_failed(p, r, now);
-        } else if (r->api_key == KP_API_METADATA) {
-            p->metadata_in_flight = false;
-            kp__metadata_failed(&p->md, now);
-        } else if (r->api_key == KP_API_INIT_PRODUCER_ID) {
-            p->pid_in_flight = false;
-        }
-        kp__request_free(r);
-    }
-}
-
-void kp__sender_disconnect(kp_producer_t *p, kp__conn_t *c, int64_t now)
-{
-    if (c->fd >= 0) {
-        epoll_ctl(p->epfd, EPOLL_CTL_DEL, c->fd, NULL);
-    }
-    kp__conn_close(c, now, p->conf.reconnect_backoff_ms, p->conf.reconnect_backoff_max_ms);
-    fail_requests(p, c, now);
-    kp__metadata_request_update(&p->md); /* a disconnect forces a refresh */
-}
-
-void kp__sender_close_idle(kp_producer_t *p, kp__conn_t *c, int64_t now)
-{
-    if (c->fd >= 0) {
-        epoll_ctl(p->epfd, EPOLL_CTL_DEL, c->fd, NULL);
-    }
-    kp__conn_close(c, now, p->conf.reconnect_backoff_ms, p->conf.reconnect_backoff_max_ms);
-    c->failures = 0; /* closed as idle, not failed: may connect again at once */
-    c->next_connect_ms = now;
-}
-
 static int on_frame(kp__conn_t *c, uint8_t *frame, size_t len, void *arg)
 {
     kp_producer_t *p = arg;
@@ -178,12 +146,7 @@ static int on_frame(kp__conn_t *c, uint8_t *frame, size_t len, void *arg)
     }
     kp__in_flight_pop(&c->in_flight);
     c->last_activity_ms = now;
-    int rc = 0;
-    if (r->api_key == KP_API_PRODUCE) {
-        rc = kp__sender_handle_produce(p, c, r, &rd, now);
-    } else {
-        rc = kp__sender_handle_control(p, c, r, &rd, now);
-    }
+    int rc = kp__sender_handler(p, r->api_key)->response(p, c, r, &rd, now);
     kp__request_free(r);
     return rc;
 }

@@ -493,3 +493,9 @@ void kp__sender_expire(kp_producer_t *p, int64_t now, bool all)
     struct drain_ctx ctx = {p, now, all, INT64_MAX};
     kp__accumulator_expire(&p->acc, expired_cb, expired_done, &ctx);
 }
+
+const kp__request_handler_t kp__sender_produce_handler = {
+    .response = kp__sender_handle_produce,
+    .written = kp__sender_produce_written,
+    .failed = kp__sender_produce_failed,
+};

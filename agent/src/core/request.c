@@ -29,11 +29,19 @@
 #include "agent_state.h"
 #include "context.h"
 
-/* The context of references that record nothing (only its address is used). */
-static const char unrecorded_context;
-#define UNRECORDED ((sw_context_t *)(uintptr_t) & unrecorded_context)
+/* The context of references that record nothing: only its address is used (never written). */
+static const char unrecorded_byte;
 
-static const sw_span_ref_t unrecorded_ref = {UNRECORDED, 0, -1};
+static inline sw_context_t *unrecorded_context(void)
+{
+    const void *p = &unrecorded_byte;
+    return (sw_context_t *)p;
+}
+
+static inline sw_span_ref_t unrecorded_ref(void)
+{
+    return (sw_span_ref_t){unrecorded_context(), 0, -1};
+}
 
 /* What a swap replaced on the thread's context. */
 typedef struct thread_state {
@@ -77,7 +85,7 @@ static sw__segment_t *ref_open(sw_span_ref_t r, sw__context_t **cp, int *rc, boo
         *rc = SW_EINVAL;
         return NULL;
     }
-    if (r.context == UNRECORDED) {
+    if (r.context == unrecorded_context()) {
         *rc = r.id < 0 ? SW_ENOTRACED : SW_EINVAL;
         return NULL;
     }
@@ -159,7 +167,7 @@ static int context_begin(sw_span_type_t type, const char *operation, const char 
     if (span == NULL) {
         return SW_EINVAL;
     }
-    *span = unrecorded_ref;
+    *span = unrecorded_ref();
     sw__context_t *c = &sw__tls_context;
     static const sw_headers_t none;
     const sw_headers_t *h = in != NULL ? in : &none;
@@ -232,7 +240,7 @@ static int child_begin(sw_span_ref_t parent, sw_span_type_t type, const char *op
     if (span == NULL) {
         return SW_EINVAL;
     }
-    *span = unrecorded_ref;
+    *span = unrecorded_ref();
     int rc;
     bool stale;
     sw__context_t *c;
@@ -372,7 +380,7 @@ int sw_context_attach(sw_span_ref_t span, sw_attach_t *saved)
     bool stale;
     sw__context_t *owner;
     sw__segment_t *seg = NULL;
-    if (span.context != UNRECORDED || span.id >= 0) {
+    if (span.context != unrecorded_context() || span.id >= 0) {
         seg = ref_open(span, &owner, &rc, &stale);
         if (seg == NULL) {
             return rc;

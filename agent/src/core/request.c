@@ -136,6 +136,15 @@ static void context_release(sw__context_t *c, sw__segment_t *seg)
     }
 }
 
+/* A hold of a context whose run ended goes: its last one frees the block (the run's pool is
+   gone; nothing is reported), unless a preload span begun in it still holds it. */
+static void stale_release(sw__segment_t *seg)
+{
+    if (--seg->ctx_holds == 0 && seg->async_open == 1) {
+        free(seg);
+    }
+}
+
 /* A span of a context whose run ended: its end frees the block once nothing holds it (the
    run's pool is gone; nothing is reported). Other calls only refuse. */
 static void stale_end(sw_span_ref_t r)
@@ -145,10 +154,7 @@ static void stale_end(sw_span_ref_t r)
         return;
     }
     seg->spans[r.id].end_ms = 0;
-    if (--seg->ctx_holds == 0 && seg->async_open == 1) {
-        atomic_fetch_add_explicit(&seg->ctx_generation, 1, memory_order_relaxed);
-        free(seg);
-    }
+    stale_release(seg);
 }
 
 /* Turns span `id` of the context `seg`, just begun, into a handle span. */
@@ -425,11 +431,7 @@ int sw_context_detach(sw_attach_t *saved)
     }
     if (atomic_load_explicit(&seg->ctx_epoch, memory_order_relaxed) !=
         atomic_load_explicit(&sw__epoch, memory_order_relaxed)) {
-        /* The run ended while attached: the block outlives it as stale_end describes. */
-        if (--seg->ctx_holds == 0 && seg->async_open == 1) {
-            atomic_fetch_add_explicit(&seg->ctx_generation, 1, memory_order_relaxed);
-            free(seg);
-        }
+        stale_release(seg); /* the run ended while attached */
         return SW_OK;
     }
     if (!saved->nested_) {

@@ -14,13 +14,18 @@ if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
 # Apache Kafka broker), curl and libmicrohttpd (preload tests), librdkafka (producer benchmark
 # baseline), python3 grpcio (test collector), wrk (load generator), PostgreSQL, MariaDB and Redis
 # servers with their client libraries (database/cache preload plugins and their tests), libevent
-# (the evhttp example and the event-loop request-context tests).
+# (the evhttp example and the event-loop request-context tests), nginx and nginx-dev (the nginx
+# module, built against Debian's own nginx headers, and its tests), gRPC C++ with its protoc
+# plugin (the gRPC client/server span tests' C++ peers), elfutils' libdw/libelf and libunwind
+# (the profiler's and crash recorder's symbolizer and unwinder), apache2-utils (ab, the nginx
+# bench's second load generator).
 PACKAGES="build-essential g++ dpkg-dev cmake ninja-build pkg-config clang libclang-rt-14-dev llvm clang-format
   libprotobuf-c-dev protobuf-c-compiler libgrpc-dev zlib1g-dev liblz4-dev libzstd-dev libssl-dev
   libcriterion-dev kcat default-jdk-headless maven curl libcurl4-openssl-dev libmicrohttpd-dev
   librdkafka-dev python3 python3-venv python3-grpcio python3-grpc-tools python3-protobuf wrk
   postgresql libpq-dev mariadb-server libmariadb-dev redis-server libhiredis-dev
-  libevent-dev"
+  libevent-dev nginx nginx-dev libgrpc++-dev protobuf-compiler-grpc libdw-dev libelf-dev
+  libunwind-dev apache2-utils"
 
 missing=""
 for p in $PACKAGES; do

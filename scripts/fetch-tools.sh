@@ -24,3 +24,19 @@ have=$("$venv/bin/python3" -c 'import opentelemetry.version as v; print(v.__vers
 if [ "$have" != "$OTEL_VERSION" ]; then
     "$venv/bin/pip" install -q "opentelemetry-api==$OTEL_VERSION" "opentelemetry-sdk==$OTEL_VERSION"
 fi
+# SkyWalking's own Python agent, the cross-language peer of the gRPC and Kafka client-span tests
+# (its sw_grpc and sw_kafka plugins continue our sw8 and we continue theirs). A venv of its own,
+# ~/.cache/skywalking-c/venv-pyagent, because its pins (grpcio, protobuf) differ from the ones
+# above. Pinned; the cross-language tests are skipped when this venv lacks them.
+pyagent="$cache/venv-pyagent"
+SKYWALKING_PY_VERSION=1.3.0
+GRPCIO_VERSION=1.85.4
+KAFKA_PYTHON_VERSION=2.0.2
+if [ ! -x "$pyagent/bin/python3" ]; then
+    python3 -m venv "$pyagent"
+fi
+have=$("$pyagent/bin/python3" -c 'import importlib.metadata as m; print(*(m.version(p) for p in ("apache-skywalking", "grpcio", "kafka-python")))' 2>/dev/null || true)
+if [ "$have" != "$SKYWALKING_PY_VERSION $GRPCIO_VERSION $KAFKA_PYTHON_VERSION" ]; then
+    "$pyagent/bin/pip" install -q "apache-skywalking==$SKYWALKING_PY_VERSION" \
+        "grpcio==$GRPCIO_VERSION" "grpcio-tools==$GRPCIO_VERSION" "kafka-python==$KAFKA_PYTHON_VERSION"
+fi

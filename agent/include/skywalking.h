@@ -198,6 +198,11 @@ const char *sw_log_level_name(sw_log_level_t level);
  *   SW_AGENT_SSL_KEY_PATH               PEM private key of the agent's client certificate
  *                                       (gRPC mutual TLS; with SW_AGENT_SSL_CERT_CHAIN_PATH)
  *   SW_AGENT_SSL_CERT_CHAIN_PATH        PEM certificate chain presented with that key
+ *   SW_AGENT_CRASH_RECORDER             true (default; off in ASan/TSan builds): on SIGSEGV,
+ *                                       SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGSYS the open spans
+ *                                       are spooled and sent by the service's next start
+ *   SW_AGENT_CRASH_DIR                  where the crash spools live, the user's own directory
+ *                                       (default /var/tmp/skywalking-c-crash-<euid>)
  *
  * SW_AGENT_CONFIG=path names a file of `KEY=value` lines (# starts a comment); the environment
  * overrides the file.
@@ -265,6 +270,9 @@ typedef struct sw_config {
     bool plugin_syslog;                  /* SW_PLUGIN_SYSLOG */
     /* Appended like the fields above. */
     uint32_t buffer_consume_cycle_ms; /* SW_BUFFER_CONSUME_CYCLE_MS, 1..60000 */
+    /* The crash flight recorder (docs/CRASH.md). Appended like the fields above. */
+    bool crash_recorder;                /* SW_AGENT_CRASH_RECORDER (default true) */
+    char crash_dir[SW_CONFIG_TEXT_MAX]; /* SW_AGENT_CRASH_DIR ("": the default) */
 } sw_config_t;
 
 /* Fills `cfg` with the defaults (empty names are resolved by sw_init). Any thread. Cannot fail

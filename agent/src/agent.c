@@ -11,6 +11,7 @@
 #include "core/agent_state.h"
 #include "core/context.h"
 #include "config/dynamic_config.h"
+#include "crash/crash.h"
 #include "util/utf8.h"
 #include "log/log.h"
 #include "applog/log_report.h"
@@ -106,6 +107,12 @@ static int init_locked(const sw_config_t *cfg, char *errbuf, size_t errlen)
         return rc;
     }
     a->carrier = sw__pipeline_carrier(a->pipeline);
+    /* The crash recorder: this process's spool and handlers, then what crashed processes of
+       the service left (crash/crash.h). Neither can fail sw_init. */
+    a->thread_joined = sw__crash_thread_joined;
+    a->thread_exiting = sw__crash_thread_exiting;
+    (void)sw__crash_arm(&a->config);
+    sw__crash_ship(&a->config);
     return 0;
 }
 
@@ -159,6 +166,7 @@ static int shutdown_impl(bool release_memory)
     }
     /* From here on new spans are no-ops; segments finishing now are rejected and counted. */
     atomic_store_explicit(&sw__epoch, 0, memory_order_release);
+    sw__crash_disarm(); /* a normal end: the spool goes */
     if (release_memory) {
         sw__pipeline_stop(sw__agent.pipeline);
         sw__agent.pipeline = NULL;
@@ -236,6 +244,7 @@ void sw__agent_after_fork_child(void)
        locks may have been held by other parent threads and are re-created. A child may call
        sw_init again to trace with its own reporter thread and a new process uuid. */
     sw__ids_reseed_after_fork();
+    sw__crash_after_fork_child();
     sw__log_pipeline_after_fork_child();
     pthread_mutex_init(&lifecycle, NULL);
     pthread_mutex_init(&sw__agent.registry_lock, NULL);

@@ -14,8 +14,9 @@ FLOORS = {
     'kafka': 5, 'grpc': 5,
     'pipeline': 6,
     'core': 7,
-    '.': 8,
-    'instrument': 9,
+    'crash': 8,
+    '.': 9,
+    'instrument': 10,
 }
 
 

@@ -87,6 +87,9 @@ static const key_desc_t keys[] = {
      0},
     {"SW_PLUGIN_SYSLOG", KIND_BOOL, offsetof(sw_config_t, plugin_syslog), 0, 0, 0},
     NUM("SW_BUFFER_CONSUME_CYCLE_MS", KIND_UINT32, buffer_consume_cycle_ms, 1, 60000),
+    /* The crash flight recorder (agent/src/crash). */
+    {"SW_AGENT_CRASH_RECORDER", KIND_BOOL, offsetof(sw_config_t, crash_recorder), 0, 0, 0},
+    TEXT("SW_AGENT_CRASH_DIR", crash_dir),
 };
 
 size_t sw__config_key_count(void)
@@ -124,6 +127,7 @@ void sw_config_init(sw_config_t *cfg)
     cfg->log_queue_size = 1024;
     cfg->plugin_sql_body_max_length = SW__PLUGIN_SQL_BODY_DEFAULT;
     cfg->plugin_redis_trace_key = true;
+    cfg->crash_recorder = true;
     snprintf(cfg->file_path, sizeof cfg->file_path, "skywalking-segments.bin");
 }
 

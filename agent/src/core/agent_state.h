@@ -33,6 +33,13 @@ typedef struct sw__agent {
     dc_carrier_t *carrier;
     sw__pipeline_t *pipeline;
 
+    /* Called on a thread right after it joined a run, and by its thread-exit hook; NULL:
+       none (the crash recorder, crash/crash.h, finds threads' contexts through them). Set by
+       sw_init before it publishes its first run and never changed (release/acquire through
+       the run's publication). */
+    void (*thread_joined)(sw__context_t *c);
+    void (*thread_exiting)(sw__context_t *c);
+
     /* The reporter's outcome counters (atomics, see reporter.h); reset by sw_init. */
     sw__report_counters_t report_counters;
 

@@ -58,6 +58,9 @@ static void registry_unlink(sw__context_t *c)
 static void context_thread_exit(void *arg)
 {
     sw__context_t *c = arg;
+    if (sw__agent.thread_exiting != NULL) {
+        sw__agent.thread_exiting(c);
+    }
     pthread_mutex_lock(&sw__agent.registry_lock);
     if (c->registered_epoch != 0 && c->registered_epoch == sw__agent.run_epoch) {
         /* The run is still open, so its pool is alive: give the blocks back to it. */
@@ -157,6 +160,9 @@ SW__HOT bool sw__context_join(sw__context_t *c)
     sw__agent.registry_head = c;
     c->registered_epoch = e;
     pthread_mutex_unlock(&sw__agent.registry_lock);
+    if (sw__agent.thread_joined != NULL) {
+        sw__agent.thread_joined(c);
+    }
     c->epoch = e;
     c->active = -1;
     c->noop_depth = 0;

@@ -63,7 +63,7 @@ void sw__crash_ship(const sw_config_t *cfg);
 typedef struct sw__crash_stats {
     uint64_t spools_shipped;
     uint64_t segments_shipped;
-    uint64_t spools_dropped; /* damaged, truncated, or whose segments could not be decoded */
+    uint64_t spools_dropped;       /* damaged, truncated, or whose segments could not be decoded */
     uint64_t threads_unregistered; /* threads the slot table had no room for */
 } sw__crash_stats_t;
 

@@ -122,22 +122,20 @@ static void on_crash(int signo, siginfo_t *si, void *uc)
     }
     int32_t tid = sw__crash_gettid();
     /* acquire: partner of arm's release store; the spool and tables are ready. */
-    if (atomic_load_explicit(&sw__crash.armed, memory_order_acquire) &&
-        sw__crash.pid == getpid()) {
+    if (atomic_load_explicit(&sw__crash.armed, memory_order_acquire) && sw__crash.pid == getpid()) {
         int32_t expected = 0;
         /* acq_rel: one recorder at a time; the release at its end publishes the spool to a
            thread that waited (partner: the acquire loads below). */
         if (atomic_compare_exchange_strong_explicit(&sw__crash.recording, &expected, tid,
-                                                    memory_order_acq_rel,
-                                                    memory_order_acquire)) {
+                                                    memory_order_acq_rel, memory_order_acquire)) {
             sw__crash_record(signo, si, uc, tid);
             atomic_store_explicit(&sw__crash.recording, 0, memory_order_release);
         } else if (expected != tid) {
             /* Another thread is recording: let it finish (at most ~2 s) before this thread
                dies, which would end the process under it. */
             struct timespec ms = {0, 1000000};
-            for (int i = 0; i < 2000 &&
-                            atomic_load_explicit(&sw__crash.recording, memory_order_acquire) != 0;
+            for (int i = 0;
+                 i < 2000 && atomic_load_explicit(&sw__crash.recording, memory_order_acquire) != 0;
                  i++) {
                 nanosleep(&ms, NULL);
             }
@@ -213,8 +211,8 @@ static int spool_create(const sw_config_t *cfg, int dir_fd)
     }
     snprintf(sw__crash.name, sizeof sw__crash.name, "%s.%d.%08x%s",
              sw__crash_service_key(cfg->service_name), (int)getpid(), rnd, SW__CRASH_SUFFIX);
-    int fd = openat(dir_fd, sw__crash.name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                    0600);
+    int fd =
+        openat(dir_fd, sw__crash.name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) {
         return -errno;
     }

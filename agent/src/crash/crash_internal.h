@@ -17,9 +17,9 @@
 #include "../core/context.h"
 #include "crash_spool.h"
 
-#define SW__CRASH_SLOTS       1024u /* threads whose context the handler can find */
-#define SW__CRASH_MODS_MAX    512u  /* mapped objects the module table holds */
-#define SW__CRASH_ALTSTACK    (64u * 1024u)
+#define SW__CRASH_SLOTS    1024u /* threads whose context the handler can find */
+#define SW__CRASH_MODS_MAX 512u  /* mapped objects the module table holds */
+#define SW__CRASH_ALTSTACK (64u * 1024u)
 
 /* One thread the handler can find: its kernel thread id and its context. tid is written
    last (release) by the thread when it registers and cleared first when it leaves; the

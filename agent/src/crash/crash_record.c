@@ -28,11 +28,18 @@
 #include "../encode/pb_reverse.h"
 #include "crash_internal.h"
 
-#define STR_MAX     65536u /* longest string read from a segment */
-#define SPAN_IDS    10000u /* SW_AGENT_SPAN_LIMIT's maximum */
+#define STR_MAX     65536u    /* longest string read from a segment */
+#define SPAN_IDS    10000u    /* SW_AGENT_SPAN_LIMIT's maximum */
 #define FRAME_PLACE "@frames" /* the stack log value the shipper replaces (crash_ship.c) */
 
-enum { SEG_TRACE = 1, SEG_ID = 2, SEG_SPANS = 3, SEG_SERVICE = 4, SEG_INSTANCE = 5, SEG_LIMITED = 6 };
+enum {
+    SEG_TRACE = 1,
+    SEG_ID = 2,
+    SEG_SPANS = 3,
+    SEG_SERVICE = 4,
+    SEG_INSTANCE = 5,
+    SEG_LIMITED = 6
+};
 enum {
     SPAN_ID = 1,
     SPAN_PARENT = 2,
@@ -68,7 +75,7 @@ typedef struct view {
 /* What one crash writes into every segment it ends. */
 typedef struct crash_info {
     int64_t ms;
-    const char *kind;   /* "SIGSEGV" */
+    const char *kind; /* "SIGSEGV" */
     const char *message;
     size_t message_len;
     bool stack; /* the crashing thread's segments carry the frames (placeholder) */
@@ -198,8 +205,8 @@ static void ref_put(sw__pbr_t *w, const view_t *v, const sw__ref_t *r)
     size_t n;
     const char *s;
     uint8_t *mark = sw__pbr_mark(w);
-    const char *strs[6] = {r->address,         r->parent_endpoint,   r->parent_instance,
-                           r->parent_service,  r->parent_segment_id, r->trace_id};
+    const char *strs[6] = {r->address,        r->parent_endpoint,   r->parent_instance,
+                           r->parent_service, r->parent_segment_id, r->trace_id};
     const unsigned fields[6] = {8, 7, 6, 5, 3, 2};
     for (int i = 0; i < 6; i++) {
         if (i == 4) {
@@ -374,8 +381,8 @@ static void context_put(cursor_t *cur, sw__context_t *c, const crash_info_t *ci,
     if (!view_make(seg, &v)) {
         return;
     }
-    uint8_t *start = cur->at + 8, *first = segment_put(start, cur->end, &v, active, ci, tid,
-                                                       cur->count);
+    uint8_t *start = cur->at + 8,
+            *first = segment_put(start, cur->end, &v, active, ci, tid, cur->count);
     if (first == NULL) {
         return; /* does not fit: the spool keeps what came before */
     }

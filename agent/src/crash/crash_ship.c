@@ -59,8 +59,7 @@ void sw__crash_stats(sw__crash_stats_t *out)
  * name and the offset from its load base), which a symbolizer may turn into a function and
  * line when the binary is still there.
  */
-static void frame_name(const sw__crash_view_t *v, const sw__crash_frame_t *f, char *out,
-                       size_t cap)
+static void frame_name(const sw__crash_view_t *v, const sw__crash_frame_t *f, char *out, size_t cap)
 {
     sw__crash_frame_format(v, f, out, cap);
 }
@@ -81,8 +80,7 @@ static void stack_text(const sw__crash_view_t *v, char *out, size_t cap)
     }
 }
 
-static void attr_kv(sw__segment_t *seg, uint8_t kind, uint16_t span, const char *k,
-                    const char *val)
+static void attr_kv(sw__segment_t *seg, uint8_t kind, uint16_t span, const char *k, const char *val)
 {
     sw__attr_t *a = sw__segment_attr_add(seg);
     if (a == NULL) {
@@ -225,8 +223,7 @@ static sw__log_item_t *event_build(const sw__log_settings_t *s, void *argp, bool
     (void)s;
     *truncated = false;
     const sw__crash_header_t *h = ((event_arg_t *)argp)->h;
-    char service[SW__CRASH_NAME_MAX], instance[SW__CRASH_NAME_MAX], msg[256], num[3][32],
-        uuid[40];
+    char service[SW__CRASH_NAME_MAX], instance[SW__CRASH_NAME_MAX], msg[256], num[3][32], uuid[40];
     snprintf(service, sizeof service, "%.*s", (int)h->service_len, h->service);
     snprintf(instance, sizeof instance, "%.*s", (int)h->instance_len, h->instance);
     const char *sig = sw__crash_signal_name(h->signo);
@@ -318,8 +315,8 @@ static bool spool_ship(const sw__crash_view_t *v)
 static uint8_t *spool_read(int fd, size_t *len)
 {
     struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
-        st.st_size <= 0 || (uint64_t)st.st_size > 2u * SW__CRASH_SPOOL_BYTES) {
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || st.st_size <= 0 ||
+        (uint64_t)st.st_size > 2u * SW__CRASH_SPOOL_BYTES) {
         return NULL;
     }
     uint8_t *buf = malloc((size_t)st.st_size);
@@ -335,8 +332,7 @@ static uint8_t *spool_read(int fd, size_t *len)
     return buf;
 }
 
-static void spool_take(int dir_fd, const char *name, const sw_config_t *cfg,
-                       sw__crash_view_t *v)
+static void spool_take(int dir_fd, const char *name, const sw_config_t *cfg, sw__crash_view_t *v)
 {
     int fd = openat(dir_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {

@@ -1,0 +1,19 @@
+# The crash flight recorder (agent/src/crash, docs/CRASH.md). The recorder is off in the
+# sanitizer builds (their own handlers and shadow memory), so the child processes that crash
+# run in the plain build only; the spool reader's tests run everywhere.
+if(TARGET skywalking AND NOT SW_SANITIZE)
+  add_executable(crash_child ${CMAKE_CURRENT_SOURCE_DIR}/integration/crash/crash_child.c)
+  target_link_libraries(crash_child PRIVATE skywalking Threads::Threads)
+  target_include_directories(crash_child PRIVATE ${PROJECT_SOURCE_DIR}/agent/src)
+  # Frames are named module+offset: keep the frame pointers and symbols of the child.
+  target_compile_options(crash_child PRIVATE -fno-omit-frame-pointer -O1)
+  sw_target_defaults(crash_child)
+
+  sw_add_unit_test(test_crash
+    SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/integration/crash/test_crash.c
+    LIBS skywalking swproto
+    TIMEOUT 300)
+  target_include_directories(test_crash PRIVATE ${PROJECT_SOURCE_DIR}/agent/src)
+  target_compile_definitions(test_crash PRIVATE CRASH_CHILD="$<TARGET_FILE:crash_child>")
+  add_dependencies(test_crash crash_child)
+endif()

@@ -1,0 +1,341 @@
+/*
+ * test_crash.c - the crash flight recorder end to end (agent/src/crash, docs/CRASH.md).
+ *
+ * Each test runs crash_child (same folder) as a child process that crashes inside a traced
+ * request, checks how the child died (the signal the program would have died by without the
+ * recorder), reads the spool the recorder left with the agent's spool reader and decodes its
+ * segments, then runs crash_child again in "ship" mode, the next start of the same service,
+ * and checks what the reporter delivered: the file reporter's output here, the gRPC test
+ * collector's records in test_crash_grpc. Every child runs under a bounded wait: a recorder
+ * that deadlocks (say, on the test allocator's lock in the malloc case) fails the test.
+ */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "crash/crash_spool.h"
+#include "tracing.pb-c.h"
+
+#ifndef CRASH_CHILD
+#error "CRASH_CHILD (path of crash_child) must be defined by the build"
+#endif
+
+#define CHILD_WAIT_MS 30000
+
+extern char **environ;
+
+typedef struct fixture {
+    char dir[64];
+    char crash_dir[96];
+    char out[96];
+    char log[96];
+} fixture_t;
+
+static fixture_t fx;
+
+static uint64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static void setup(void)
+{
+    snprintf(fx.dir, sizeof fx.dir, "/tmp/sw-crash-XXXXXX");
+    cr_assert_not_null(mkdtemp(fx.dir));
+    snprintf(fx.crash_dir, sizeof fx.crash_dir, "%s/spools", fx.dir);
+    snprintf(fx.out, sizeof fx.out, "%s/segments.bin", fx.dir);
+    snprintf(fx.log, sizeof fx.log, "%s/child.txt", fx.dir);
+}
+
+static void rm_rf(const char *path)
+{
+    DIR *d = opendir(path);
+    if (d != NULL) {
+        for (struct dirent *e; (e = readdir(d)) != NULL;) {
+            if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) {
+                char p[512];
+                snprintf(p, sizeof p, "%s/%s", path, e->d_name);
+                rm_rf(p);
+            }
+        }
+        closedir(d);
+        rmdir(path);
+    } else {
+        unlink(path);
+    }
+}
+
+static void teardown(void)
+{
+    rm_rf(fx.dir);
+}
+
+/* Runs crash_child MODE with the agent's settings for this fixture plus `extra` ("K=V", NULL
+   terminated; NULL: none); its stdout and stderr go to fx.log. Returns the wait status. */
+static int child_run(const char *mode, const char *const *extra)
+{
+    char *envp[256];
+    int n = 0;
+    for (char **e = environ; *e != NULL && n < 200; e++) {
+        if (strncmp(*e, "SW_", 3) != 0) {
+            envp[n++] = *e;
+        }
+    }
+    static char set[8][1200];
+    snprintf(set[0], sizeof set[0], "SW_AGENT_CRASH_DIR=%s", fx.crash_dir);
+    snprintf(set[1], sizeof set[1], "SW_REPORTER_FILE_PATH=%s", fx.out);
+    snprintf(set[2], sizeof set[2], "SW_AGENT_NAME=crashsvc");
+    snprintf(set[3], sizeof set[3], "SW_AGENT_INSTANCE_NAME=inst-%s", mode);
+    snprintf(set[4], sizeof set[4], "SW_METER_REPORT_INTERVAL=0");
+    snprintf(set[5], sizeof set[5], "SW_AGENT_CDS_INTERVAL=0");
+    for (int i = 0; i < 6; i++) {
+        envp[n++] = set[i];
+    }
+    for (int i = 0; extra != NULL && extra[i] != NULL && n < 254; i++) {
+        envp[n++] = (char *)extra[i];
+    }
+    envp[n] = NULL;
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        int fd = open(fx.log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        dup2(fd, 1);
+        dup2(fd, 2);
+        char *argv[] = {(char *)CRASH_CHILD, (char *)mode, NULL};
+        execve(CRASH_CHILD, argv, envp);
+        _exit(127);
+    }
+    uint64_t deadline = mono_ms() + CHILD_WAIT_MS;
+    int status = 0;
+    while (waitpid(pid, &status, WNOHANG) == 0) {
+        if (mono_ms() > deadline) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            cr_assert_fail("crash_child %s did not end within %d ms (a recorder that blocks?)",
+                           mode, CHILD_WAIT_MS);
+        }
+        struct timespec ms = {0, 2000000};
+        nanosleep(&ms, NULL);
+    }
+    return status;
+}
+
+static char *file_text(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        *len = 0;
+        return NULL;
+    }
+    char *buf = calloc(1, 4u << 20);
+    *len = fread(buf, 1, (4u << 20) - 1, f);
+    fclose(f);
+    return buf;
+}
+
+/* The spool files in the crash directory: how many, and the path of the last one seen. */
+static int spools(char *path, size_t cap)
+{
+    DIR *d = opendir(fx.crash_dir);
+    int n = 0;
+    if (d == NULL) {
+        return 0;
+    }
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        size_t l = strlen(e->d_name);
+        if (l > 8 && strcmp(e->d_name + l - 8, SW__CRASH_SUFFIX) == 0) {
+            n++;
+            if (path != NULL) {
+                snprintf(path, cap, "%s/%s", fx.crash_dir, e->d_name);
+            }
+        }
+    }
+    closedir(d);
+    return n;
+}
+
+static void expect_signal(int status, int sig, const char *mode)
+{
+    size_t n;
+    char *log = file_text(fx.log, &n);
+    cr_assert(WIFSIGNALED(status), "crash_child %s: not killed by a signal (status 0x%x): %s",
+              mode, status, log ? log : "");
+    cr_assert_eq(WTERMSIG(status), sig, "crash_child %s died by signal %d, not %d: %s", mode,
+                 WTERMSIG(status), sig, log ? log : "");
+    free(log);
+}
+
+static const Skywalking__V3__KeyStringValuePair *log_kv(const Skywalking__V3__Log *l,
+                                                       const char *key)
+{
+    for (size_t i = 0; i < l->n_data; i++) {
+        if (strcmp(l->data[i]->key, key) == 0) {
+            return l->data[i];
+        }
+    }
+    return NULL;
+}
+
+/* Checks a crashed request's segment: both spans ended as errors with the crash log of
+   `signame`; `stack` is what the log's stack must contain (NULL: no stack entry). */
+static void check_crashed_segment(const Skywalking__V3__SegmentObject *so, const char *signame,
+                                  const char *stack)
+{
+    cr_assert_eq(so->n_spans, 2, "spans: %zu", so->n_spans);
+    cr_assert_str_eq(so->spans[0]->operationname, "GET /crash");
+    cr_assert_str_eq(so->spans[1]->operationname, "handler");
+    cr_assert_str_eq(so->service, "crashsvc");
+    for (size_t i = 0; i < 2; i++) {
+        const Skywalking__V3__SpanObject *sp = so->spans[i];
+        cr_assert(sp->iserror, "span %zu not marked as an error", i);
+        cr_assert_geq(sp->endtime, sp->starttime);
+        cr_assert_eq(sp->n_logs, 1, "span %zu logs: %zu", i, sp->n_logs);
+        const Skywalking__V3__Log *l = sp->logs[0];
+        cr_assert_str_eq(log_kv(l, "event")->value, "error");
+        cr_assert_str_eq(log_kv(l, "error.kind")->value, signame);
+        cr_assert_not_null(strstr(log_kv(l, "message")->value, "si_code"));
+        if (stack != NULL) {
+            cr_assert_not_null(log_kv(l, "stack"));
+            cr_assert_not_null(strstr(log_kv(l, "stack")->value, stack), "stack: %s",
+                               log_kv(l, "stack")->value);
+        }
+    }
+    cr_assert_eq(so->spans[0]->n_tags, 1);
+    cr_assert_str_eq(so->spans[0]->tags[0]->key, "mode");
+}
+
+/* Loads and parses the only spool; *buf holds its bytes (the caller frees both). */
+static sw__crash_view_t *spool_load(uint8_t **buf)
+{
+    char path[512];
+    cr_assert_eq(spools(path, sizeof path), 1, "spools in %s: %d", fx.crash_dir,
+                 spools(NULL, 0));
+    size_t len;
+    *buf = (uint8_t *)file_text(path, &len);
+    sw__crash_view_t *v = malloc(sizeof *v);
+    int rc = sw__crash_spool_parse(*buf, len, v);
+    cr_assert_eq(rc, SW__CRASH_OK, "spool %s: %s", path, sw__crash_spool_strerror(rc));
+    return v;
+}
+
+/* The child's crash and its spool; returns the crashing thread's segment (NULL: none). */
+static Skywalking__V3__SegmentObject *crash_and_check(const char *mode, int sig,
+                                                      const char *const *extra,
+                                                      sw__crash_view_t **vout, uint8_t **buf)
+{
+    expect_signal(child_run(mode, extra), sig, mode);
+    sw__crash_view_t *v = spool_load(buf);
+    cr_assert_eq(v->header->signo, sig);
+    cr_assert_str_eq(sw__crash_signal_name(sig), sw__crash_signal_name(v->header->signo));
+    cr_assert_gt(v->frame_count, 0, "no frames recorded");
+    cr_assert_gt(v->module_count, 0, "no module table");
+    Skywalking__V3__SegmentObject *so = NULL;
+    for (uint32_t i = 0; i < v->segment_count; i++) {
+        if (v->segments[i].flags & SW__CRASH_SEG_CRASHING) {
+            so = skywalking__v3__segment_object__unpack(NULL, v->segments[i].len,
+                                                        v->segments[i].data);
+            cr_assert_not_null(so, "segment %u does not decode", i);
+        }
+    }
+    *vout = v;
+    return so;
+}
+
+/* The segments the file reporter wrote (varint length + SegmentObject, repeated). */
+static size_t out_segments(Skywalking__V3__SegmentObject **segs, size_t cap)
+{
+    size_t len, at = 0, n = 0;
+    uint8_t *b = (uint8_t *)file_text(fx.out, &len);
+    while (b != NULL && at < len && n < cap) {
+        uint64_t l = 0;
+        for (int s = 0; at < len; s += 7) {
+            uint8_t c = b[at++];
+            l |= (uint64_t)(c & 0x7f) << s;
+            if ((c & 0x80) == 0) {
+                break;
+            }
+        }
+        cr_assert_leq(l, len - at);
+        segs[n] = skywalking__v3__segment_object__unpack(NULL, l, b + at);
+        cr_assert_not_null(segs[n]);
+        n++;
+        at += l;
+    }
+    free(b);
+    return n;
+}
+
+static char *ship(const char *const *extra)
+{
+    int st = child_run("ship", extra);
+    size_t n;
+    char *log = file_text(fx.log, &n);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "ship child: status 0x%x: %s", st, log);
+    return log;
+}
+
+/* A crash of `mode`: the spool, then the next start ships it through the file reporter. */
+static void crash_then_ship(const char *mode, int sig, const char *signame)
+{
+    sw__crash_view_t *v;
+    uint8_t *buf;
+    Skywalking__V3__SegmentObject *so = crash_and_check(mode, sig, NULL, &v, &buf);
+    cr_assert_not_null(so, "%s: no segment of the crashing thread", mode);
+    check_crashed_segment(so, signame, "@frames");
+    char frame[600];
+    sw__crash_frame_format(v, &v->frames[0], frame, sizeof frame);
+    skywalking__v3__segment_object__free_unpacked(so, NULL);
+    free(v);
+    free(buf);
+    unlink(fx.out);
+
+    char *log = ship(NULL);
+    cr_assert_not_null(strstr(log, "shipped=1 dropped=0 spools=1"), "ship: %s", log);
+    free(log);
+    cr_assert_eq(spools(NULL, 0), 0, "the spool was not removed");
+    Skywalking__V3__SegmentObject *segs[16];
+    size_t n = out_segments(segs, 16);
+    cr_assert_eq(n, 1, "segments delivered: %zu", n);
+    /* The crashed process's instance, the frames symbolized as module+offset. */
+    char inst[64];
+    snprintf(inst, sizeof inst, "inst-%s", mode);
+    cr_assert_str_eq(segs[0]->serviceinstance, inst);
+    check_crashed_segment(segs[0], signame, "#0 ");
+    cr_assert_not_null(strstr(segs[0]->spans[1]->logs[0]->data[3]->value, frame),
+                       "stack %s lacks frame 0 %s", segs[0]->spans[1]->logs[0]->data[3]->value,
+                       frame);
+    skywalking__v3__segment_object__free_unpacked(segs[0], NULL);
+}
+
+TestSuite(crash, .init = setup, .fini = teardown, .timeout = 120);
+
+Test(crash, null_dereference)
+{
+    crash_then_ship("null", SIGSEGV, "SIGSEGV");
+}
+
+Test(crash, abort)
+{
+    crash_then_ship("abort", SIGABRT, "SIGABRT");
+}
+
+Test(crash, stack_overflow)
+{
+    crash_then_ship("overflow", SIGSEGV, "SIGSEGV");
+}
+
+Test(crash, inside_malloc)
+{
+    crash_then_ship("malloc", SIGSEGV, "SIGSEGV");
+}

@@ -9,6 +9,7 @@
  * SW_REPORTER_FILE_PATH, SW_AGENT_CRASH_DIR, ...). Modes:
  *   null      an entry span and a local span are open; a NULL pointer is written
  *   abort     same, abort()
+ *   raise     same, raise(SIGSEGV) (a signal sent, not a fault: exits 42 if it survives)
  *   overflow  same, unbounded recursion (the handler runs on the agent's alternate stack)
  *   malloc    same, the test allocator below faults while it holds its lock (a handler that
  *             called malloc would spin on that lock forever: the parent's bounded wait fails)
@@ -65,6 +66,10 @@ static void crash_now(const char *mode)
 {
     if (strcmp(mode, "abort") == 0) {
         abort();
+    }
+    if (strcmp(mode, "raise") == 0) {
+        raise(SIGSEGV); /* a sent signal: the recorder must deliver it again after recording */
+        _exit(42);
     }
     if (strcmp(mode, "overflow") == 0) {
         sink = recurse(0);

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -99,11 +100,12 @@ static int child_run(const char *mode, const char *const *extra)
     snprintf(set[3], sizeof set[3], "SW_AGENT_INSTANCE_NAME=inst-%s", mode);
     snprintf(set[4], sizeof set[4], "SW_METER_REPORT_INTERVAL=0");
     snprintf(set[5], sizeof set[5], "SW_AGENT_CDS_INTERVAL=0");
+    /* The extras first: getenv takes the first of two entries with one name. */
+    for (int i = 0; extra != NULL && extra[i] != NULL && n < 248; i++) {
+        envp[n++] = (char *)extra[i];
+    }
     for (int i = 0; i < 6; i++) {
         envp[n++] = set[i];
-    }
-    for (int i = 0; extra != NULL && extra[i] != NULL && n < 254; i++) {
-        envp[n++] = (char *)extra[i];
     }
     envp[n] = NULL;
     pid_t pid = fork();
@@ -169,15 +171,15 @@ static void expect_signal(int status, int sig, const char *mode)
 {
     size_t n;
     char *log = file_text(fx.log, &n);
-    cr_assert(WIFSIGNALED(status), "crash_child %s: not killed by a signal (status 0x%x): %s",
-              mode, status, log ? log : "");
+    cr_assert(WIFSIGNALED(status), "crash_child %s: not killed by a signal (status 0x%x): %s", mode,
+              status, log ? log : "");
     cr_assert_eq(WTERMSIG(status), sig, "crash_child %s died by signal %d, not %d: %s", mode,
                  WTERMSIG(status), sig, log ? log : "");
     free(log);
 }
 
 static const Skywalking__V3__KeyStringValuePair *log_kv(const Skywalking__V3__Log *l,
-                                                       const char *key)
+                                                        const char *key)
 {
     for (size_t i = 0; i < l->n_data; i++) {
         if (strcmp(l->data[i]->key, key) == 0) {
@@ -219,8 +221,7 @@ static void check_crashed_segment(const Skywalking__V3__SegmentObject *so, const
 static sw__crash_view_t *spool_load(uint8_t **buf)
 {
     char path[512];
-    cr_assert_eq(spools(path, sizeof path), 1, "spools in %s: %d", fx.crash_dir,
-                 spools(NULL, 0));
+    cr_assert_eq(spools(path, sizeof path), 1, "spools in %s: %d", fx.crash_dir, spools(NULL, 0));
     size_t len;
     *buf = (uint8_t *)file_text(path, &len);
     sw__crash_view_t *v = malloc(sizeof *v);
@@ -330,6 +331,13 @@ Test(crash, abort)
     crash_then_ship("abort", SIGABRT, "SIGABRT");
 }
 
+/* A sent SIGSEGV (no fault to run again): the recorder re-raises it under the default action
+   once it recorded (without that the child would go on and exit 42). */
+Test(crash, raised_signal_is_delivered_again)
+{
+    crash_then_ship("raise", SIGSEGV, "SIGSEGV");
+}
+
 Test(crash, stack_overflow)
 {
     crash_then_ship("overflow", SIGSEGV, "SIGSEGV");
@@ -338,4 +346,183 @@ Test(crash, stack_overflow)
 Test(crash, inside_malloc)
 {
     crash_then_ship("malloc", SIGSEGV, "SIGSEGV");
+}
+
+/* Another thread runs span after span (inside the agent's span path) while the main thread
+   crashes: the recorder neither waits for it nor trips over it; the crashing thread's
+   segment is complete, and a segment of the busy thread, when one was caught consistent,
+   ended as an error too. */
+Test(crash, while_another_thread_is_in_the_span_path)
+{
+    sw__crash_view_t *v;
+    uint8_t *buf;
+    Skywalking__V3__SegmentObject *so = crash_and_check("busy", SIGSEGV, NULL, &v, &buf);
+    cr_assert_not_null(so);
+    check_crashed_segment(so, "SIGSEGV", "@frames");
+    skywalking__v3__segment_object__free_unpacked(so, NULL);
+    for (uint32_t i = 0; i < v->segment_count; i++) {
+        if ((v->segments[i].flags & SW__CRASH_SEG_CRASHING) != 0) {
+            continue;
+        }
+        Skywalking__V3__SegmentObject *other =
+            skywalking__v3__segment_object__unpack(NULL, v->segments[i].len, v->segments[i].data);
+        cr_assert_not_null(other, "the busy thread's segment does not decode");
+        cr_assert_str_eq(other->spans[0]->operationname, "busy/request");
+        skywalking__v3__segment_object__free_unpacked(other, NULL);
+    }
+    free(v);
+    free(buf);
+    char *log = ship(NULL);
+    cr_assert_not_null(strstr(log, "dropped=0 spools=1"), "ship: %s", log);
+    free(log);
+}
+
+/* A thread that never traced crashes: it has no segment and no agent alternate stack; the
+   main thread's open request is still recorded (as another thread's). */
+Test(crash, in_a_thread_without_a_span)
+{
+    sw__crash_view_t *v;
+    uint8_t *buf;
+    Skywalking__V3__SegmentObject *so = crash_and_check("nospan", SIGSEGV, NULL, &v, &buf);
+    cr_assert_null(so, "the crashing thread had no span, yet a segment is flagged as its");
+    cr_assert_eq(v->segment_count, 1, "segments: %u", v->segment_count);
+    Skywalking__V3__SegmentObject *main_seg =
+        skywalking__v3__segment_object__unpack(NULL, v->segments[0].len, v->segments[0].data);
+    check_crashed_segment(main_seg, "SIGSEGV", NULL);
+    cr_assert_null(log_kv(main_seg->spans[1]->logs[0], "stack"), "another thread's frames");
+    skywalking__v3__segment_object__free_unpacked(main_seg, NULL);
+    free(v);
+    free(buf);
+}
+
+/* A SIGSEGV handler the program installed before sw_init still runs, after the recorder,
+   and the process still dies by SIGSEGV. */
+Test(crash, keeps_the_programs_own_handler)
+{
+    sw__crash_view_t *v;
+    uint8_t *buf;
+    Skywalking__V3__SegmentObject *so = crash_and_check("handler", SIGSEGV, NULL, &v, &buf);
+    cr_assert_not_null(so);
+    skywalking__v3__segment_object__free_unpacked(so, NULL);
+    free(v);
+    free(buf);
+    size_t n;
+    char *log = file_text(fx.log, &n);
+    cr_assert_not_null(strstr(log, "own handler ran"), "child output: %s", log);
+    free(log);
+}
+
+/* SW_AGENT_CRASH_RECORDER=false: the same death, and nothing written. */
+Test(crash, off_writes_nothing)
+{
+    const char *const off[] = {"SW_AGENT_CRASH_RECORDER=false", NULL};
+    expect_signal(child_run("null", off), SIGSEGV, "null");
+    cr_assert_eq(spools(NULL, 0), 0, "a spool was written with the recorder off");
+    expect_signal(child_run("abort", off), SIGABRT, "abort");
+    cr_assert_eq(spools(NULL, 0), 0);
+}
+
+/* Damages the only spool with `how`, then ships: the spool is dropped (counted, removed),
+   nothing is delivered, the shipping process lives on. */
+static void damaged(void (*how)(const char *path))
+{
+    expect_signal(child_run("null", NULL), SIGSEGV, "null");
+    char path[512];
+    cr_assert_eq(spools(path, sizeof path), 1);
+    how(path);
+    unlink(fx.out);
+    char *log = ship(NULL);
+    cr_assert_not_null(strstr(log, "shipped=0 dropped=1 spools=0"), "ship: %s", log);
+    cr_assert_not_null(strstr(log, "rejected"), "no warning: %s", log);
+    free(log);
+    cr_assert_eq(spools(NULL, 0), 0, "the damaged spool was not removed");
+    Skywalking__V3__SegmentObject *segs[4];
+    cr_assert_eq(out_segments(segs, 4), 0, "a damaged spool delivered segments");
+}
+
+static void flip_a_body_byte(const char *path)
+{
+    int fd = open(path, O_RDWR);
+    uint8_t b;
+    cr_assert_eq(pread(fd, &b, 1, SW__CRASH_HEADER_BYTES + 5000), 1);
+    b ^= 0x40;
+    cr_assert_eq(pwrite(fd, &b, 1, SW__CRASH_HEADER_BYTES + 5000), 1);
+    close(fd);
+}
+
+static void truncate_it(const char *path)
+{
+    cr_assert_eq(truncate(path, SW__CRASH_HEADER_BYTES + 100), 0);
+}
+
+static void overwrite_with_garbage(const char *path)
+{
+    FILE *f = fopen(path, "wb");
+    for (int i = 0; i < 4096; i++) {
+        fputc(i * 7 + 3, f);
+    }
+    fclose(f);
+}
+
+static void huge_lengths(const char *path)
+{
+    int fd = open(path, O_RDWR);
+    uint32_t big = 0xfffffff0u;
+    cr_assert_eq(pwrite(fd, &big, 4, offsetof(sw__crash_header_t, segment_count)), 4);
+    cr_assert_eq(pwrite(fd, &big, 4, offsetof(sw__crash_header_t, module_count)), 4);
+    close(fd);
+}
+
+Test(crash, corrupted_spool_is_dropped)
+{
+    damaged(flip_a_body_byte);
+}
+
+Test(crash, truncated_spool_is_dropped)
+{
+    damaged(truncate_it);
+}
+
+Test(crash, garbage_spool_is_dropped)
+{
+    damaged(overwrite_with_garbage);
+}
+
+Test(crash, hostile_lengths_are_dropped)
+{
+    damaged(huge_lengths);
+}
+
+/* The spool of one service is never shipped by another; its own service takes it later. */
+Test(crash, another_service_leaves_the_spool)
+{
+    expect_signal(child_run("null", NULL), SIGSEGV, "null");
+    const char *const other[] = {"SW_AGENT_NAME=otherservice", NULL};
+    unlink(fx.out);
+    char *log = ship(other);
+    cr_assert_not_null(strstr(log, "shipped=0 dropped=0 spools=0"), "ship: %s", log);
+    free(log);
+    cr_assert_eq(spools(NULL, 0), 1, "another service's start touched the spool");
+    Skywalking__V3__SegmentObject *segs[4];
+    cr_assert_eq(out_segments(segs, 4), 0);
+    log = ship(NULL);
+    cr_assert_not_null(strstr(log, "shipped=1 dropped=0 spools=1"), "ship: %s", log);
+    free(log);
+    cr_assert_eq(spools(NULL, 0), 0);
+}
+
+/* A live process's spool is not taken: the owner holds its lock. Here the "live process" is
+   a sibling that keeps the lock of a copied spool. */
+Test(crash, a_living_process_spool_is_not_taken)
+{
+    expect_signal(child_run("null", NULL), SIGSEGV, "null");
+    char path[512];
+    cr_assert_eq(spools(path, sizeof path), 1);
+    int fd = open(path, O_RDONLY);
+    cr_assert_eq(flock(fd, LOCK_EX | LOCK_NB), 0);
+    char *log = ship(NULL);
+    cr_assert_not_null(strstr(log, "shipped=0 dropped=0 spools=0"), "ship: %s", log);
+    free(log);
+    cr_assert_eq(spools(NULL, 0), 1);
+    close(fd);
 }

@@ -17,3 +17,17 @@ if(TARGET skywalking AND NOT SW_SANITIZE)
   target_compile_definitions(test_crash PRIVATE CRASH_CHILD="$<TARGET_FILE:crash_child>")
   add_dependencies(test_crash crash_child)
 endif()
+
+# The same through the gRPC reporter, against the project's gRPC test collector.
+if(TARGET skywalking AND TARGET crash_child)
+  sw_add_unit_test(test_crash_grpc
+    SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/integration/crash/test_crash_grpc.c
+    LIBS skywalking
+    LABELS grpc
+    TIMEOUT 300)
+  target_include_directories(test_crash_grpc PRIVATE ${PROJECT_SOURCE_DIR}/agent/src
+                             ${CMAKE_CURRENT_SOURCE_DIR}/support)
+  target_compile_definitions(test_crash_grpc PRIVATE CRASH_CHILD="$<TARGET_FILE:crash_child>"
+    SW_TEST_GRPC_COLLECTOR="${CMAKE_CURRENT_SOURCE_DIR}/support/grpc_collector.py")
+  add_dependencies(test_crash_grpc crash_child)
+endif()

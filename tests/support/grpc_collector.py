@@ -10,7 +10,8 @@ one JSON object per line, written whole and flushed, so that C tests can read it
 
   {"kind": "segment", "traceSegmentId": ..., "traceId": ..., "service": ...,
    "serviceInstance": ..., "operations": ["op0", "op1", ...], "spans": n,
-   "refEndpoints": [parentEndpoint of each reference, span by span]}
+   "refEndpoints": [parentEndpoint of each reference, span by span],
+   "errors": [isError of each span], "logs": ["k=v k=v ..." of each log, span by span]}
   {"kind": "properties", "service": ..., "serviceInstance": ..., "properties": {k: v, ...}}
   {"kind": "ping", "service": ..., "serviceInstance": ...}
   {"kind": "rejected", "method": "collect" | "reportInstanceProperties" | "keepAlive"}
@@ -161,6 +162,9 @@ def build_servicers(args, recorder):
                     "operations": [s.operationName for s in seg.spans],
                     "spans": len(seg.spans),
                     "refEndpoints": [r.parentEndpoint for s in seg.spans for r in s.refs],
+                    "errors": [s.isError for s in seg.spans],
+                    "logs": [" ".join(f"{kv.key}={kv.value}" for kv in log.data)
+                             for s in seg.spans for log in s.logs],
                 })
             if args.test_double_reject_collect:
                 recorder.write([{"kind": "rejected", "method": "collect",

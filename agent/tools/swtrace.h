@@ -103,6 +103,16 @@ int sw__trace_set_read_buffer(sw__trace_set_t *set, const uint8_t *buf, size_t l
 /* Reads the file at path (regular file or pipe) with sw__trace_set_read_buffer. */
 int sw__trace_set_read_file(sw__trace_set_t *set, const char *path, char *errbuf, size_t errlen);
 
+/*
+ * --crash: reads the crash spool at `path`, or every spool (*.swcrash) of the directory
+ * `path` (agent/src/crash/crash_spool.h), into set: the segments a crashed process recorded,
+ * their crash logs' frames as module+offset and a `crash` tag on each one's first span. One
+ * line per spool goes to `out`. Returns 0 or a negative SW__TRACE_ERR_* with a message in
+ * errbuf (a damaged spool: SW__TRACE_ERR_FOREIGN).
+ */
+int sw__trace_set_read_crash(sw__trace_set_t *set, const char *path, FILE *out, char *errbuf,
+                             size_t errlen);
+
 /* Frees every segment and file name; the set is zeroed and may be reused. */
 void sw__trace_set_destroy(sw__trace_set_t *set);
 

@@ -107,8 +107,9 @@ static int spool_read(sw__trace_set_t *set, const char *path, FILE *out, char *e
     }
     int rc = sw__crash_spool_parse(buf, len, v);
     if (rc == SW__CRASH_EMPTY) {
-        fprintf(out, "crash spool %s: no crash recorded (its process is alive, or ended "
-                     "without sw_shutdown)\n",
+        fprintf(out,
+                "crash spool %s: no crash recorded (its process is alive, or ended "
+                "without sw_shutdown)\n",
                 path);
         rc = 0;
     } else if (rc != SW__CRASH_OK) {
@@ -121,8 +122,8 @@ static int spool_read(sw__trace_set_t *set, const char *path, FILE *out, char *e
                 "crash spool %s: %s at 0x%llx (si_code %d) in process %u thread %u, service "
                 "%.*s, instance %.*s, %u segment(s), %u frame(s)\n",
                 path, sw__crash_signal_name(h->signo), (unsigned long long)h->fault_addr,
-                h->si_code, h->pid, h->tid, (int)h->service_len, h->service,
-                (int)h->instance_len, h->instance, h->segment_count, h->frame_count);
+                h->si_code, h->pid, h->tid, (int)h->service_len, h->service, (int)h->instance_len,
+                h->instance, h->segment_count, h->frame_count);
         for (uint32_t i = 0; i < v->segment_count && rc == 0; i++) {
             uint8_t framed[10 + 8];
             size_t n = 0;
@@ -139,8 +140,7 @@ static int spool_read(sw__trace_set_t *set, const char *path, FILE *out, char *e
             memcpy(rec, framed, n);
             memcpy(rec + n, v->segments[i].data, v->segments[i].len);
             size_t before = set->n_segs;
-            rc = sw__trace_set_read_buffer(set, rec, n + v->segments[i].len, path, errbuf,
-                                           errlen);
+            rc = sw__trace_set_read_buffer(set, rec, n + v->segments[i].len, path, errbuf, errlen);
             free(rec);
             for (size_t s = before; rc == 0 && s < set->n_segs; s++) {
                 rc = segment_mark(set->segs[s].obj, v, v->segments[i].flags);

@@ -365,6 +365,36 @@ static void print_row(const char *what, double *v, int n, double clock)
     printf("%-38s %8.1f ns  (%.1f-%.1f)  = %5.2fx clock\n", what, m, lo, hi, m / clock);
 }
 
+/*
+ * The crash recorder (docs/CRASH.md) on and off, same process: a run of each, alternating,
+ * `rounds` times; each round's median caller time and total CPU per 3-span segment. The span
+ * path is the same code either way (the recorder costs a registration per thread and run);
+ * these figures show that.
+ */
+static void bench_crash_recorder(const sw_config_t *base, double on[2], double off[2])
+{
+    double v[2][2][MAX_ROUNDS];
+    for (int r = 0; r < rounds; r++) {
+        for (int k = 0; k < 2; k++) {
+            int which = (r + k) % 2; /* alternating which goes first */
+            sw_config_t cfg = *base;
+            cfg.crash_recorder = which == 0;
+            if (sw_init(&cfg) != 0) {
+                exit(1);
+            }
+            (void)run_window(segment3, seg3_segments / 4 + 1, 1);
+            window_t w = run_window(segment3, seg3_segments, 1);
+            v[which][0][r] = w.caller_ns;
+            v[which][1][r] = w.total_cpu_ns;
+            sw_shutdown();
+        }
+    }
+    for (int i = 0; i < 2; i++) {
+        on[i] = median(v[0][i], rounds);
+        off[i] = median(v[1][i], rounds);
+    }
+}
+
 int main(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
@@ -431,6 +461,8 @@ int main(int argc, char **argv)
     sw_shutdown();
     sw_stats_t st;
     sw_stats(&st);
+    double crash_on[2], crash_off[2];
+    bench_crash_recorder(&cfg, crash_on, crash_off);
 
     printf("clock_gettime(CLOCK_REALTIME)          %8.1f ns  (baseline)\n", clock_ns);
     printf("agent span clock (sw__now_ms)          %8.1f ns\n", agent_clock_ns);
@@ -446,6 +478,10 @@ int main(int argc, char **argv)
     printf("span pair (unsampled)                  %8.1f ns\n", unsampled_ns);
     printf("sw_inject + sw8 decode                 %8.1f ns\n", inj_ns);
     printf("span pair, 2 threads at once           %8.1f ns per thread\n", pair2_ns);
+    printf("3-span segment, caller, crash recorder on / off   %8.1f / %8.1f ns\n", crash_on[0],
+           crash_off[0]);
+    printf("3-span segment, total CPU, crash recorder on / off %8.1f / %8.1f ns\n", crash_on[1],
+           crash_off[1]);
     printf("segments: finished=%llu reported=%llu dropped=%llu failed=%llu; lost in measured "
            "windows: %llu (%d rounds, medians, min-max)\n",
            (unsigned long long)st.segments_finished, (unsigned long long)st.segments_reported,
@@ -465,10 +501,13 @@ int main(int argc, char **argv)
            "clock_ns=%.1f agent_clock_ns=%.1f ratio_pair_clock=%.2f unsampled_pair_ns=%.1f "
            "inject_extract_ns=%.1f span_pair_2t_ns=%.1f ref_total_cpu_per_span_ns=%.1f "
            "ref_total_cpu_per_segment3_ns=%.1f ratio_ref_stack_span=%.2f "
-           "ratio_ref_stack_segment3=%.2f dropped=%llu\n",
+           "ratio_ref_stack_segment3=%.2f crash_on_segment3_ns=%.1f crash_off_segment3_ns=%.1f "
+           "crash_on_total_cpu_segment3_ns=%.1f crash_off_total_cpu_segment3_ns=%.1f "
+           "dropped=%llu\n",
            pair, total, caller_cpu, s3, s3_total, harness, clock_ns, agent_clock_ns,
            pair / clock_ns, unsampled_ns, inj_ns, pair2_ns, ref_total, ref_s3_total,
-           ref_total / total, ref_s3_total / s3_total, (unsigned long long)lost);
+           ref_total / total, ref_s3_total / s3_total, crash_on[0], crash_off[0], crash_on[1],
+           crash_off[1], (unsigned long long)lost);
     if (lost != 0) {
         fprintf(stderr,
                 "span_bench: %llu segments dropped or failed while measuring: the "

@@ -7,7 +7,7 @@ import sys
 
 FLOORS = {
     'util': 0, 'log': 0,
-    'segment': 1,
+    'segment': 1, 'symbol': 1,
     'encode': 2, 'config': 2, 'propagation': 2,
     'report': 3,
     'meter': 4, 'applog': 4,

@@ -474,20 +474,27 @@ static void frames_put(uint8_t *region, const sw__crash_modtab_t *t, const uint6
     }
 }
 
-/* Signal context. "fault address 0x0, si_code 1" (+ who sent it). */
+/* Signal context. "fault address 0x0, si_code 1", or for a signal sent by kill, raise or abort
+   (no fault address): "sent by process 42, si_code -6". */
 static size_t message_make(char *out, const siginfo_t *si)
 {
     char *p = out;
-    memcpy(p, "fault address ", 14);
-    p = hex_put(p + 14, si != NULL ? (uint64_t)(uintptr_t)si->si_addr : 0);
+    if (si != NULL && si->si_code <= 0) {
+        memcpy(p, "sent by process ", 16);
+        p = dec_put(p + 16, si->si_pid);
+    } else {
+        memcpy(p, "fault address ", 14);
+        p = hex_put(p + 14, si != NULL ? (uint64_t)(uintptr_t)si->si_addr : 0);
+    }
     memcpy(p, ", si_code ", 10);
     p = dec_put(p + 10, si != NULL ? si->si_code : 0);
-    if (si != NULL && si->si_code <= 0) {
-        static const char sent[] = " (sent by kill, raise or abort)";
-        memcpy(p, sent, sizeof sent - 1);
-        p += sizeof sent - 1;
-    }
     return (size_t)(p - out);
+}
+
+/* Signal context. The fault address; 0 for a sent signal (si_addr is not set then). */
+static uint64_t fault_addr(const siginfo_t *si)
+{
+    return si != NULL && si->si_code > 0 ? (uint64_t)(uintptr_t)si->si_addr : 0;
 }
 
 void sw__crash_record(int signo, const siginfo_t *si, const void *ucontext, int32_t tid)
@@ -501,7 +508,7 @@ void sw__crash_record(int signo, const siginfo_t *si, const void *ucontext, int3
                        sw__crash_signal_name(signo), message, message_make(message, si), true};
     h->signo = signo;
     h->si_code = si != NULL ? si->si_code : 0;
-    h->fault_addr = si != NULL ? (uint64_t)(uintptr_t)si->si_addr : 0;
+    h->fault_addr = fault_addr(si);
     h->time_ms = ci.ms;
     h->tid = (uint32_t)tid;
     h->frame_count = 0;

@@ -9,7 +9,8 @@
  *   - damaged or truncated (crash_spool_read.c): removed, counted in spools_dropped, logged;
  *   - another service's (the name in the header differs): left alone;
  *   - recorded: each segment is decoded, its crash log's stack placeholder replaced by the
- *     symbolized frames, re-encoded by the agent's encoder with the crashed process's service
+ *     frames named by the symbolizer (symbol/symbolizer.h; "module+0xoffset" where the binary
+ *     is gone), re-encoded by the agent's encoder with the crashed process's service
  *     and instance, and handed to the running pipeline's carrier (file, Kafka or gRPC
  *     reporter); a Crash event goes to the log pipeline (gRPC only); the spool is removed
  *     once every segment was handed over.
@@ -33,6 +34,7 @@
 #include "../encode/chunk.h"
 #include "../encode/pb_reverse.h"
 #include "../log/log.h"
+#include "../symbol/symbolizer.h"
 #include "crash.h"
 #include "crash_dir.h"
 #include "crash_internal.h"
@@ -54,14 +56,37 @@ void sw__crash_stats(sw__crash_stats_t *out)
     out->threads_unregistered = 0;
 }
 
+/* Budget of the symbolizer the shipper creates when it has a spool to send. */
+#define SYMBOLIZER_BYTES (64u * 1024u * 1024u)
+
+/* The symbolizer of this sw__crash_ship call: created for the first spool that is sent,
+   destroyed at its end (sw_init's thread only). */
+static sw__symbolizer_t *symbolizer;
+
 /*
- * One frame as text. The one place that names a frame: "module+0xoffset" (the module's file
- * name and the offset from its load base), which a symbolizer may turn into a function and
- * line when the binary is still there.
+ * One frame as text: the symbolizer's "function (file:line)" when the module's file is still
+ * there, else "module+0xoffset" (symbol/symbolizer.h). Frame 0 is the interrupted pc; the
+ * others are return addresses, looked up one byte earlier (inside the call).
  */
-static void frame_name(const sw__crash_view_t *v, const sw__crash_frame_t *f, char *out, size_t cap)
+static void frame_name(const sw__crash_view_t *v, uint32_t i, char *out, size_t cap)
 {
-    sw__crash_frame_format(v, f, out, cap);
+    const sw__crash_frame_t *f = &v->frames[i];
+    if (f->module >= v->module_count) {
+        sw__crash_frame_format(v, f, out, cap);
+        return;
+    }
+    if (symbolizer == NULL && sw__symbolizer_create(SYMBOLIZER_BYTES, &symbolizer) != 0) {
+        symbolizer = NULL;
+    }
+    const sw__crash_module_view_t *m = &v->modules[f->module];
+    char path[1024];
+    snprintf(path, sizeof path, "%.*s", (int)m->path_len, m->path);
+    if (symbolizer == NULL || path[0] == '\0') {
+        sw__crash_frame_format(v, f, out, cap);
+        return;
+    }
+    uint64_t offset = i != 0 && f->offset != 0 ? f->offset - 1 : f->offset;
+    sw__symbolizer_module_offset(symbolizer, path, offset, out, cap);
 }
 
 /* The stack text of the crash log: one frame per line, "#<n> <frame>". */
@@ -71,7 +96,7 @@ static void stack_text(const sw__crash_view_t *v, char *out, size_t cap)
     out[0] = '\0';
     for (uint32_t i = 0; i < v->frame_count && at + 1 < cap; i++) {
         char name[512];
-        frame_name(v, &v->frames[i], name, sizeof name);
+        frame_name(v, i, name, sizeof name);
         int n = snprintf(out + at, cap - at, "%s#%u %s", i != 0 ? "\n" : "", i, name);
         if (n < 0 || (size_t)n >= cap - at) {
             break;
@@ -394,6 +419,8 @@ void sw__crash_ship(const sw_config_t *cfg)
         }
     }
     free(v);
+    sw__symbolizer_destroy(symbolizer);
+    symbolizer = NULL;
     if (d != NULL) {
         closedir(d);
     } else if (list_fd >= 0) {

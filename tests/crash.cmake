@@ -31,3 +31,17 @@ if(TARGET skywalking AND TARGET crash_child)
     SW_TEST_GRPC_COLLECTOR="${CMAKE_CURRENT_SOURCE_DIR}/support/grpc_collector.py")
   add_dependencies(test_crash_grpc crash_child)
 endif()
+
+# The spool reader alone: every preset, sanitizers included.
+if(TARGET skywalking)
+  sw_add_unit_test(test_crash_spool
+    SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_crash_spool.c
+            ${PROJECT_SOURCE_DIR}/agent/src/crash/crash_spool_read.c)
+  target_include_directories(test_crash_spool PRIVATE ${PROJECT_SOURCE_DIR}/agent/src)
+
+  sw_add_fuzzer(fuzz_crash_spool
+    SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz_crash_spool.c
+            ${PROJECT_SOURCE_DIR}/agent/src/crash/crash_spool_read.c
+    CORPUS ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus/crash_spool)
+  target_include_directories(fuzz_crash_spool PRIVATE ${PROJECT_SOURCE_DIR}/agent/src/crash)
+endif()

@@ -14,8 +14,9 @@ if(TARGET skywalking AND NOT SW_SANITIZE)
     LIBS skywalking swproto
     TIMEOUT 300)
   target_include_directories(test_crash PRIVATE ${PROJECT_SOURCE_DIR}/agent/src)
-  target_compile_definitions(test_crash PRIVATE CRASH_CHILD="$<TARGET_FILE:crash_child>")
-  add_dependencies(test_crash crash_child)
+  target_compile_definitions(test_crash PRIVATE CRASH_CHILD="$<TARGET_FILE:crash_child>"
+                                                SWTRACE="$<TARGET_FILE:swtrace>")
+  add_dependencies(test_crash crash_child swtrace)
 endif()
 
 # The same through the gRPC reporter, against the project's gRPC test collector.

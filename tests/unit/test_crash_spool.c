@@ -123,8 +123,8 @@ Test(crash_spool, every_truncation_is_rejected)
         uint8_t *copy = malloc(n + 1);
         memcpy(copy, b.buf, n);
         int rc = sw__crash_spool_parse(copy, n, &view);
-        cr_assert(rc == SW__CRASH_NOT_SPOOL || rc == SW__CRASH_CORRUPT,
-                  "truncated to %zu: %d", n, rc);
+        cr_assert(rc == SW__CRASH_NOT_SPOOL || rc == SW__CRASH_CORRUPT, "truncated to %zu: %d", n,
+                  rc);
         free(copy);
     }
     free(b.buf);
@@ -166,15 +166,14 @@ Test(crash_spool, hostile_counts_with_a_valid_checksum)
         built_t b = build();
         memcpy(b.buf + cases[c].at, &cases[c].value, 4);
         checksum(b.buf);
-        cr_assert_eq(sw__crash_spool_parse(b.buf, b.len, &view), SW__CRASH_CORRUPT, "case %zu",
-                     c);
+        cr_assert_eq(sw__crash_spool_parse(b.buf, b.len, &view), SW__CRASH_CORRUPT, "case %zu", c);
         free(b.buf);
     }
     /* A segment length running past the body. */
     built_t b = build();
     const sw__crash_header_t *h = (const sw__crash_header_t *)(const void *)b.buf;
-    size_t seg_at = SW__CRASH_HEADER_BYTES + h->module_bytes +
-                    SW__CRASH_FRAMES_MAX * sizeof(sw__crash_frame_t);
+    size_t seg_at =
+        SW__CRASH_HEADER_BYTES + h->module_bytes + SW__CRASH_FRAMES_MAX * sizeof(sw__crash_frame_t);
     uint32_t big = 0x10000;
     memcpy(b.buf + seg_at, &big, 4);
     checksum(b.buf);

@@ -9,6 +9,7 @@
  * SW_REPORTER_FILE_PATH, SW_AGENT_CRASH_DIR, ...). Modes:
  *   null      an entry span and a local span are open; a NULL pointer is written
  *   abort     same, abort()
+ *   agent     same, inside the agent: a span begun with a wild name pointer
  *   raise     same, raise(SIGSEGV) (a signal sent, not a fault: exits 42 if it survives)
  *   overflow  same, unbounded recursion (the handler runs on the agent's alternate stack)
  *   malloc    same, the test allocator below faults while it holds its lock (a handler that
@@ -70,6 +71,11 @@ static void crash_now(const char *mode)
     if (strcmp(mode, "raise") == 0) {
         raise(SIGSEGV); /* a sent signal: the recorder must deliver it again after recording */
         _exit(42);
+    }
+    if (strcmp(mode, "agent") == 0) {
+        /* Inside the agent's span path, half way through a span: the name is copied after
+           the span was counted. */
+        sw_local_span_begin((const char *)(uintptr_t)16);
     }
     if (strcmp(mode, "overflow") == 0) {
         sink = recurse(0);

@@ -29,6 +29,9 @@
 #ifndef CRASH_CHILD
 #error "CRASH_CHILD (path of crash_child) must be defined by the build"
 #endif
+#ifndef SWTRACE
+#error "SWTRACE (path of swtrace) must be defined by the build"
+#endif
 
 #define CHILD_WAIT_MS 30000
 
@@ -337,6 +340,27 @@ Test(crash, raised_signal_is_delivered_again)
     crash_then_ship("raise", SIGSEGV, "SIGSEGV");
 }
 
+/* The fault is inside the agent's own span path, with a span counted but not filled in: the
+   recorder reads the half-made segment with its bounds checks and still writes a segment
+   that decodes, with the request's spans ended as errors. */
+Test(crash, inside_the_agent)
+{
+    sw__crash_view_t *v;
+    uint8_t *buf;
+    Skywalking__V3__SegmentObject *so = crash_and_check("agent", SIGSEGV, NULL, &v, &buf);
+    cr_assert_not_null(so);
+    cr_assert_geq(so->n_spans, 2);
+    cr_assert_str_eq(so->spans[0]->operationname, "GET /crash");
+    cr_assert_str_eq(so->spans[1]->operationname, "handler");
+    cr_assert(so->spans[0]->iserror && so->spans[1]->iserror);
+    skywalking__v3__segment_object__free_unpacked(so, NULL);
+    free(v);
+    free(buf);
+    char *log = ship(NULL);
+    cr_assert_not_null(strstr(log, "shipped=1 dropped=0 spools=1"), "ship: %s", log);
+    free(log);
+}
+
 Test(crash, stack_overflow)
 {
     crash_then_ship("overflow", SIGSEGV, "SIGSEGV");
@@ -524,4 +548,32 @@ Test(crash, a_living_process_spool_is_not_taken)
     free(log);
     cr_assert_eq(spools(NULL, 0), 1);
     close(fd);
+}
+
+/* swtrace --crash reads the spools of a directory directly: the crashed request, its frames,
+   the crash tag; a damaged spool makes it fail (exit 2) with the reason. */
+Test(crash, swtrace_reads_the_spool)
+{
+    expect_signal(child_run("null", NULL), SIGSEGV, "null");
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "%s --no-color --crash %s > %s 2>&1", SWTRACE, fx.crash_dir, fx.log);
+    int st = system(cmd);
+    size_t n;
+    char *out = file_text(fx.log, &n);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "swtrace: status 0x%x: %s", st, out);
+    cr_assert_not_null(strstr(out, "SIGSEGV at 0x0 (si_code 1)"), "%s", out);
+    cr_assert_not_null(strstr(out, "GET /crash"), "%s", out);
+    cr_assert_not_null(strstr(out, "crash=SIGSEGV in process"), "%s", out);
+    cr_assert_not_null(strstr(out, "(the crashing thread)"), "%s", out);
+    cr_assert_not_null(strstr(out, "stack=#0 crash_child+0x"), "%s", out);
+    cr_assert_not_null(strstr(out, "errors=2"), "%s", out);
+    free(out);
+    char path[512];
+    cr_assert_eq(spools(path, sizeof path), 1);
+    flip_a_body_byte(path);
+    st = system(cmd);
+    out = file_text(fx.log, &n);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 2, "swtrace: status 0x%x: %s", st, out);
+    cr_assert_not_null(strstr(out, "crash spool rejected: damaged"), "%s", out);
+    free(out);
 }

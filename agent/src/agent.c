@@ -109,8 +109,10 @@ static int init_locked(const sw_config_t *cfg, char *errbuf, size_t errlen)
     a->carrier = sw__pipeline_carrier(a->pipeline);
     /* The crash recorder: this process's spool and handlers, then what crashed processes of
        the service left (crash/crash.h). Neither can fail sw_init. */
-    a->thread_joined = sw__crash_thread_joined;
-    a->thread_exiting = sw__crash_thread_exiting;
+    if (a->thread_joined == NULL) { /* once: threads of earlier runs may read them now */
+        a->thread_joined = sw__crash_thread_joined;
+        a->thread_exiting = sw__crash_thread_exiting;
+    }
     (void)sw__crash_arm(&a->config);
     sw__crash_ship(&a->config);
     return 0;

@@ -34,9 +34,9 @@ typedef struct sw__agent {
     sw__pipeline_t *pipeline;
 
     /* Called on a thread right after it joined a run, and by its thread-exit hook; NULL:
-       none (the crash recorder, crash/crash.h, finds threads' contexts through them). Set by
-       sw_init before it publishes its first run and never changed (release/acquire through
-       the run's publication). */
+       none (the crash recorder, crash/crash.h, finds threads' contexts through them). Set
+       once, by the first sw_init before it publishes its run, and never changed: every
+       reader joined a run after that (acquire of the run's publication). */
     void (*thread_joined)(sw__context_t *c);
     void (*thread_exiting)(sw__context_t *c);
 

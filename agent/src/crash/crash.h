@@ -69,7 +69,4 @@ typedef struct sw__crash_stats {
 
 void sw__crash_stats(sw__crash_stats_t *out);
 
-/* The path of this process's spool ("" when not armed). */
-const char *sw__crash_spool_path(void);
-
 #endif /* SW_CRASH_CRASH_H */

@@ -46,6 +46,9 @@ static const int crash_signals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SI
 static struct sigaction previous[NSIGNALS];
 static bool installed;
 
+/* Threads the slot table had no room for (sw__crash_stats). */
+_Atomic uint64_t sw__crash_unregistered;
+
 bool sw__crash_supported(void)
 {
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -310,16 +313,6 @@ void sw__crash_after_fork_child(void)
     sw__crash.name[0] = '\0';
 }
 
-const char *sw__crash_spool_path(void)
-{
-    static _Thread_local char path[1300];
-    if (sw__crash.map == NULL) {
-        return "";
-    }
-    snprintf(path, sizeof path, "%s/%s", sw__crash.path, sw__crash.name);
-    return path;
-}
-
 /* An alternate signal stack for the calling thread unless it has one: 64 KiB above a guard
    page. Returns the mapping or NULL. */
 static void *altstack_give(void)
@@ -365,7 +358,9 @@ void sw__crash_thread_joined(sw__context_t *c)
         }
     }
     if (slot == NULL) {
-        return; /* more threads than slots: this one's crash records no segment */
+        /* More threads than slots: this one's crash records no segment. relaxed: a count. */
+        atomic_fetch_add_explicit(&sw__crash_unregistered, 1, memory_order_relaxed);
+        return;
     }
     atomic_store_explicit(&slot->ctx, c, memory_order_relaxed);
     if (slot->altstack == NULL) {

@@ -68,6 +68,9 @@ typedef struct sw__crash_state {
 
 extern sw__crash_state_t sw__crash;
 
+/* Threads the slot table had no room for (crash_handler.c; sw__crash_stats). */
+extern _Atomic uint64_t sw__crash_unregistered;
+
 /*
  * Records a crash into the spool (crash_record.c). Signal context, async-signal-safe: no
  * malloc, no stdio, no locks; reads the contexts and segments with bounds checks only.

@@ -53,7 +53,7 @@ void sw__crash_stats(sw__crash_stats_t *out)
     out->spools_shipped = atomic_load_explicit(&spools_shipped, memory_order_relaxed);
     out->segments_shipped = atomic_load_explicit(&segments_shipped, memory_order_relaxed);
     out->spools_dropped = atomic_load_explicit(&spools_dropped, memory_order_relaxed);
-    out->threads_unregistered = 0;
+    out->threads_unregistered = atomic_load_explicit(&sw__crash_unregistered, memory_order_relaxed);
 }
 
 /* Budget of the symbolizer the shipper creates when it has a spool to send. */

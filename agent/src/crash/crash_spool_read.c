@@ -26,6 +26,7 @@ const char *sw__crash_spool_strerror(int rc)
 
 const char *sw__crash_signal_name(int signo)
 {
+    /* Signal context too (the crash handler): async-signal-safe, returns literals only. */
     switch (signo) {
     case SIGSEGV:
         return "SIGSEGV";

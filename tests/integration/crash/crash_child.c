@@ -19,7 +19,8 @@
  *   handler   the program's own SIGSEGV handler (installed before sw_init) must still run
  *   ship      starts the agent (which ships the spools), waits until the reporter took the
  *             shipped segments, prints "shipped=N dropped=M spools=K", stops the agent
- * Core dumps are switched off (RLIMIT_CORE 0) so that the tests leave no core files.
+ * Core dumps are switched off (RLIMIT_CORE 0) so that the tests leave no core files, unless
+ * CRASH_CORE_LIMIT gives a limit in bytes.
  */
 #include <pthread.h>
 #include <signal.h>
@@ -137,8 +138,11 @@ int main(int argc, char **argv)
         return 2;
     }
     const char *mode = argv[1];
-    struct rlimit none = {0, 0};
-    setrlimit(RLIMIT_CORE, &none);
+    /* CRASH_CORE_LIMIT: bytes of core dump allowed (the core-dump test), else none. */
+    const char *core = getenv("CRASH_CORE_LIMIT");
+    rlim_t limit = core != NULL ? (rlim_t)strtoull(core, NULL, 10) : 0;
+    struct rlimit lim = {limit, limit};
+    setrlimit(RLIMIT_CORE, &lim);
     if (strcmp(mode, "handler") == 0) {
         signal(SIGSEGV, own_handler);
     }

@@ -115,6 +115,9 @@ static int child_run(const char *mode, const char *const *extra)
     cr_assert_geq(pid, 0);
     if (pid == 0) {
         int fd = open(fx.log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (chdir(fx.dir) != 0) { /* where a core file lands (core_pattern "core") */
+            _exit(126);
+        }
         dup2(fd, 1);
         dup2(fd, 2);
         char *argv[] = {(char *)CRASH_CHILD, (char *)mode, NULL};
@@ -576,4 +579,35 @@ Test(crash, swtrace_reads_the_spool)
     cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 2, "swtrace: status 0x%x: %s", st, out);
     cr_assert_not_null(strstr(out, "crash spool rejected: damaged"), "%s", out);
     free(out);
+}
+
+/* The core dump is the program's: with a core limit the child dumps core (the WCOREDUMP bit)
+   with the recorder on, as it does with the recorder off. Only where core_pattern names a
+   plain file (the kernel's default "core"), which lands in the fixture's directory and is
+   removed with it; elsewhere (a pipe to a crash collector) this test is skipped. */
+Test(crash, the_core_dump_is_kept)
+{
+    char pattern[256] = "";
+    FILE *f = fopen("/proc/sys/kernel/core_pattern", "r");
+    if (f != NULL) {
+        if (fgets(pattern, sizeof pattern, f) == NULL) {
+            pattern[0] = '\0';
+        }
+        fclose(f);
+    }
+    if (pattern[0] == '|' || strchr(pattern, '/') != NULL || pattern[0] == '\0') {
+        cr_skip_test("core_pattern is %s: cores do not land in the working directory", pattern);
+    }
+    const char *on[] = {"CRASH_CORE_LIMIT=1048576", NULL};
+    const char *off[] = {"CRASH_CORE_LIMIT=1048576", "SW_AGENT_CRASH_RECORDER=false", NULL};
+    int st = child_run("null", on);
+    expect_signal(st, SIGSEGV, "null");
+    cr_assert(WCOREDUMP(st), "no core dump with the recorder on (status 0x%x)", st);
+    cr_assert_eq(spools(NULL, 0), 1);
+    st = child_run("abort", off);
+    expect_signal(st, SIGABRT, "abort");
+    cr_assert(WCOREDUMP(st), "no core dump with the recorder off (status 0x%x)", st);
+    st = child_run("abort", on);
+    expect_signal(st, SIGABRT, "abort");
+    cr_assert(WCOREDUMP(st), "no core dump after abort with the recorder on (status 0x%x)", st);
 }

@@ -719,7 +719,8 @@ int sw_log_kv(sw_log_severity_t severity, const char *logger, const char *messag
 
 typedef struct sw_stats {
     uint64_t segments_finished;  /* sampled segments whose last span ended (recorded or not,
-                                    see segments_dropped) */
+                                    see segments_dropped), and segments of an earlier crashed
+                                    process that sw_init sent (docs/CRASH.md) */
     uint64_t segments_reported;  /* written/accepted by the reporter */
     uint64_t segments_dropped;   /* never reached the reporter: queue full, agent stopping, no
                                     room to encode it (the chunk cap, or out of memory), or no

@@ -107,14 +107,14 @@ static int init_locked(const sw_config_t *cfg, char *errbuf, size_t errlen)
         return rc;
     }
     a->carrier = sw__pipeline_carrier(a->pipeline);
-    /* The crash recorder: this process's spool and handlers, then what crashed processes of
-       the service left (crash/crash.h). Neither can fail sw_init. */
+    /* The crash recorder: this process's spool and handlers (crash/crash.h; cannot fail
+       sw_init). What crashed processes of the service left is sent once the run is
+       published (sw_init). */
     if (a->thread_joined == NULL) { /* once: threads of earlier runs may read them now */
         a->thread_joined = sw__crash_thread_joined;
         a->thread_exiting = sw__crash_thread_exiting;
     }
     (void)sw__crash_arm(&a->config);
-    sw__crash_ship(&a->config);
     return 0;
 }
 
@@ -145,6 +145,7 @@ int sw_init(const sw_config_t *cfg)
     pthread_mutex_unlock(&sw__agent.registry_lock);
     /* release: publishes the agent state; partner: the acquire load in sw__context_join. */
     atomic_store_explicit(&sw__epoch, e, memory_order_release);
+    sw__crash_ship(&sw__agent.config); /* counted in this run's statistics */
     if (!hooks_registered) {
         hooks_registered = true;
         atexit(at_exit);

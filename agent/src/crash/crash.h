@@ -1,11 +1,11 @@
 /*
  * crash.h - the crash flight recorder (internal); docs/CRASH.md says what it keeps.
  *
- *   sw_init        sw__crash_ship: sends the spools that earlier processes of the same
- *                  service left in SW_AGENT_CRASH_DIR (crash_ship.c), then
- *                  sw__crash_arm: creates this process's spool, snapshots the module table,
+ *   sw_init        sw__crash_arm: creates this process's spool, snapshots the module table,
  *                  installs the handlers of SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGSYS
- *                  (crash_handler.c).
+ *                  (crash_handler.c); once the run is published, sw__crash_ship sends the
+ *                  spools that earlier processes of the same service left in
+ *                  SW_AGENT_CRASH_DIR (crash_ship.c), counted as finished segments of the run.
  *   a thread joins sw__crash_thread_joined (through sw__agent.thread_joined): the thread's
  *                  context is findable by its thread id, and it gets an alternate signal
  *                  stack unless it has one; sw__crash_thread_exiting undoes both.
@@ -53,9 +53,10 @@ void sw__crash_thread_exiting(sw__context_t *c);
 
 /*
  * Ships the recorded spools of dead processes of cfg's service from the crash directory:
- * segments into the running pipeline's carrier, a Crash event to the log pipeline (gRPC),
- * then removes each spool. A damaged spool is removed and counted. Call after the pipeline
- * started. Blocks on file I/O only.
+ * segments into the running pipeline's carrier (each counted as a finished segment of the
+ * run, so sw_stats keeps finished = reported + dropped + failed), a Crash event to the log
+ * pipeline (gRPC), then removes each spool. A damaged spool is removed and counted. Call once
+ * the run is published (sw_init, lifecycle lock held). Blocks on file I/O only.
  */
 void sw__crash_ship(const sw_config_t *cfg);
 

@@ -21,6 +21,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -217,10 +218,18 @@ static int segment_ship(const sw__crash_segment_view_t *sv, const char *stack,
     int rc = -2;
     sw__encoded_t *rec = sw__chunk_encode(&sw__agent.chunks, chunk, enc, seg);
     if (rec != NULL) {
+        /* Counted as a finished segment of this run before the consumer can count it reported,
+           so that finished = reported + dropped + failed holds (skywalking.h, sw_stats_t). */
+        pthread_mutex_lock(&sw__agent.registry_lock);
+        sw__agent.retired.segments_finished++;
+        pthread_mutex_unlock(&sw__agent.registry_lock);
         if (dc_produce(sw__agent.carrier, rec)) {
             rc = 0;
         } else {
             sw__chunk_unencode(rec);
+            pthread_mutex_lock(&sw__agent.registry_lock);
+            sw__agent.retired.segments_finished--;
+            pthread_mutex_unlock(&sw__agent.registry_lock);
         }
         sw__chunk_after_hand_off(&sw__agent.chunks, chunk);
     }
@@ -396,7 +405,9 @@ static void spool_take(int dir_fd, const char *name, const sw_config_t *cfg, sw_
 
 void sw__crash_ship(const sw_config_t *cfg)
 {
-    if (!cfg->crash_recorder || sw__agent.carrier == NULL) {
+    /* relaxed: sw_init's own thread published the run (or not). */
+    if (!cfg->crash_recorder || sw__agent.carrier == NULL ||
+        atomic_load_explicit(&sw__epoch, memory_order_relaxed) == 0) {
         return;
     }
     char path[1100], err[1300];

@@ -46,3 +46,14 @@ if(TARGET skywalking)
     CORPUS ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus/crash_spool)
   target_include_directories(fuzz_crash_spool PRIVATE ${PROJECT_SOURCE_DIR}/agent/src/crash)
 endif()
+
+# The shipper in process: every preset (sw_init sends spools in the sanitizer builds too).
+if(TARGET skywalking)
+  sw_add_unit_test(test_crash_ship
+    SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_crash_ship.c
+    LIBS skywalking swproto ${CMAKE_DL_LIBS})
+  target_include_directories(test_crash_ship PRIVATE ${PROJECT_SOURCE_DIR}/agent/src
+                             ${CMAKE_CURRENT_SOURCE_DIR}/support)
+  # The frame it ships is a function of the test binary, found by dladdr.
+  target_link_options(test_crash_ship PRIVATE -rdynamic)
+endif()

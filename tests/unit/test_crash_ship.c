@@ -66,8 +66,8 @@ static size_t segment_pack(uint8_t **out)
         spans[i].starttime = 1700000000000;
         spans[i].endtime = 1700000000123;
         spans[i].operationname = (char *)ops[i];
-        spans[i].spantype = i == 0 ? SKYWALKING__V3__SPAN_TYPE__Entry
-                                   : SKYWALKING__V3__SPAN_TYPE__Local;
+        spans[i].spantype =
+            i == 0 ? SKYWALKING__V3__SPAN_TYPE__Entry : SKYWALKING__V3__SPAN_TYPE__Local;
         spans[i].iserror = 1;
         spans[i].n_logs = 1;
         spans[i].logs = &logp;

@@ -365,30 +365,26 @@ typedef struct cursor {
     uint32_t count;
 } cursor_t;
 
-/* Signal context. Appends the context's segment (if it has one in this run) as a record. */
-static void context_put(cursor_t *cur, sw__context_t *c, const crash_info_t *ci, int32_t tid,
-                        uint32_t flags)
+/* Signal context. Appends the context's segment (if it has one in this run) as a record;
+   false when it has none, or it did not fit, or (another thread's) it changed while it was
+   read. */
+static bool context_put_once(cursor_t *cur, sw__context_t *c, const crash_info_t *ci, int32_t tid,
+                             uint32_t flags)
 {
-    /* relaxed: compared with the run the context joined (context.h). */
-    uint32_t epoch = atomic_load_explicit(&sw__epoch, memory_order_relaxed);
-    if (c == NULL || epoch == 0 || c->epoch != epoch || cur->count >= SW__CRASH_VIEW_SEGMENTS_MAX ||
-        cur->end - cur->at < 64) {
-        return;
-    }
     sw__segment_t *seg = c->segment;
     int32_t active = c->active;
     view_t v;
     if (!view_make(seg, &v)) {
-        return;
+        return false;
     }
     uint8_t *start = cur->at + 8,
             *first = segment_put(start, cur->end, &v, active, ci, tid, cur->count);
     if (first == NULL) {
-        return; /* does not fit: the spool keeps what came before */
+        return false; /* does not fit: the spool keeps what came before */
     }
     if ((flags & SW__CRASH_SEG_CRASHING) == 0 &&
         (c->segment != seg || c->active != active || seg->span_count != v.span_count)) {
-        return; /* the thread moved on while it was read: a torn copy is not kept */
+        return false; /* the thread moved on while it was read: a torn copy is not kept */
     }
     uint32_t len = (uint32_t)(cur->end - first);
     memmove(start, first, len);
@@ -398,6 +394,22 @@ static void context_put(cursor_t *cur, sw__context_t *c, const crash_info_t *ci,
     memcpy(cur->at + 4, &flags, 4);
     cur->at = start + padded;
     cur->count++;
+    return true;
+}
+
+/* Signal context. context_put_once, a few times for a thread that keeps running. */
+static void context_put(cursor_t *cur, sw__context_t *c, const crash_info_t *ci, int32_t tid,
+                        uint32_t flags)
+{
+    /* relaxed: compared with the run the context joined (context.h). */
+    uint32_t epoch = atomic_load_explicit(&sw__epoch, memory_order_relaxed);
+    for (int attempt = 0; attempt < 4; attempt++) {
+        if (c == NULL || epoch == 0 || c->epoch != epoch ||
+            cur->count >= SW__CRASH_VIEW_SEGMENTS_MAX || cur->end - cur->at < 64 ||
+            context_put_once(cur, c, ci, tid, flags) || (flags & SW__CRASH_SEG_CRASHING) != 0) {
+            return;
+        }
+    }
 }
 
 /* Signal context. Makes what was written so far the spool's content: lengths, checksum. */

@@ -12,12 +12,14 @@
  *   detaches an application's headers object from a message it fails to partition) and it is
  *   destroyed here: the caller's object is never changed. The caller's RD_KAFKA_VTYPE_HEADER
  *   entries are folded into the same object, in order (librdkafka copies them too), which also
- *   keeps them off librdkafka's single-header path, whose partitioner-failure branch frees the
- *   headers twice (librdkafka issue #4627).
+ *   keeps them off rd_kafka_produceva's single-header path, whose partitioner-failure branch
+ *   frees the headers twice (librdkafka issue #4627; rd_kafka_producev does not have it).
  * - rd_kafka_producev: varargs cannot be forwarded, so the list is read into an rd_kafka_vu_t
  *   array (RD_KAFKA_VTYPE_* of librdkafka 2.0.2; an unknown type fails the call with
  *   RD_KAFKA_RESP_ERR__INVALID_ARG, as librdkafka does) and goes the way of rd_kafka_produceva,
- *   traced or not. It therefore needs a librdkafka with rd_kafka_produceva (1.4 or later).
+ *   traced or not (single headers folded into one object even untraced, so that a producev
+ *   never meets rd_kafka_produceva's double free). It therefore needs a librdkafka with
+ *   rd_kafka_produceva (1.4 or later).
  * - rd_kafka_produce: converted to rd_kafka_produceva (topic handle, partition, msgflags with
  *   their F_COPY / F_FREE ownership, payload, key, opaque: the same semantics) with our headers.
  *   When that fails, the caller's call is made as it was, through the real rd_kafka_produce, so
@@ -150,12 +152,15 @@ static scan_t scan_array(const sw__rdkafka_fns_t *f, const rd_kafka_vu_t *vus, s
 }
 
 /* The headers object to send: the caller's headers (a copy of its object, or its single
-   entries), then ours. NULL when nothing is injected (not traced, or librdkafka refused). */
+   entries), then ours when `trace`. NULL when there is nothing to send that way (no trace
+   headers and no single entries to fold, or librdkafka refused one): the array then goes to
+   librdkafka as it is. */
 static rd_kafka_headers_t *headers_build(const sw__rdkafka_fns_t *f, const rd_kafka_vu_t *vus,
-                                         size_t cnt, const scan_t *s)
+                                         size_t cnt, const scan_t *s, bool trace)
 {
     trace_headers_t t;
-    if (s->as_is || !trace_headers_make(&t)) {
+    trace = trace && !s->as_is && trace_headers_make(&t);
+    if (s->as_is || (!trace && s->header_n == 0)) {
         return NULL;
     }
     rd_kafka_headers_t *h = s->headers != NULL ? f->headers_copy(s->headers)
@@ -171,7 +176,7 @@ static rd_kafka_headers_t *headers_build(const sw__rdkafka_fns_t *f, const rd_ka
             return NULL;
         }
     }
-    if (!trace_headers_add(f, h, &t)) {
+    if (trace && !trace_headers_add(f, h, &t)) {
         f->headers_destroy(h);
         return NULL;
     }
@@ -205,16 +210,18 @@ static rd_kafka_error_t *produce_with(produceva_fn real, rd_kafka_t *rk, const r
     return err;
 }
 
-/* A traced produceva: the span, our headers, the call. Returns what the call returned. */
-static rd_kafka_error_t *produce_traced(const sw__rdkafka_fns_t *f, produceva_fn real,
-                                        rd_kafka_t *rk, const rd_kafka_vu_t *vus, size_t cnt)
+/*
+ * Calls produceva with the caller's array, its headers in one object with ours (when `trace`;
+ * see the top of this file for who owns what). A traced call refused for its size is made
+ * again as the caller made it. Returns what librdkafka returned.
+ */
+static rd_kafka_error_t *produce_call(const sw__rdkafka_fns_t *f, produceva_fn real,
+                                      rd_kafka_t *rk, const rd_kafka_vu_t *vus, size_t cnt,
+                                      const scan_t *s, bool trace)
 {
-    scan_t s = scan_array(f, vus, cnt);
-    span_begin(rk, s.topic);
-    rd_kafka_headers_t *ours = headers_build(f, vus, cnt, &s);
+    rd_kafka_headers_t *ours = headers_build(f, vus, cnt, s, trace);
     rd_kafka_error_t *err = NULL;
     bool again = true;
-    sw__rdkafka_in_call = true;
     if (ours != NULL) {
         bool no_memory;
         err = produce_with(real, rk, vus, cnt, ours, &no_memory);
@@ -222,12 +229,12 @@ static rd_kafka_error_t *produce_traced(const sw__rdkafka_fns_t *f, produceva_fn
             f->headers_destroy(ours);
         } else if (err == NULL) {
             again = false;
-            if (s.headers != NULL) {
-                f->headers_destroy(s.headers); /* the caller gave it away: ours went instead */
+            if (s->headers != NULL) {
+                f->headers_destroy(s->headers); /* the caller gave it away: ours went instead */
             }
         } else {
             f->headers_destroy(ours); /* librdkafka gives the headers back on failure */
-            again = f->error_code(err) == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE;
+            again = trace && f->error_code(err) == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE;
             if (again) {
                 f->error_destroy(err);
                 err = NULL;
@@ -237,6 +244,17 @@ static rd_kafka_error_t *produce_traced(const sw__rdkafka_fns_t *f, produceva_fn
     if (again) {
         err = real(rk, vus, cnt);
     }
+    return err;
+}
+
+/* A traced produceva: the span around produce_call. */
+static rd_kafka_error_t *produce_traced(const sw__rdkafka_fns_t *f, produceva_fn real,
+                                        rd_kafka_t *rk, const rd_kafka_vu_t *vus, size_t cnt)
+{
+    scan_t s = scan_array(f, vus, cnt);
+    span_begin(rk, s.topic);
+    sw__rdkafka_in_call = true;
+    rd_kafka_error_t *err = produce_call(f, real, rk, vus, cnt, &s, true);
     sw__rdkafka_in_call = false;
     if (err != NULL) {
         sw__rdkafka_span_error(f, f->error_code(err));
@@ -337,8 +355,15 @@ rd_kafka_resp_err_t rd_kafka_producev(rd_kafka_t *rk, ...)
     }
     va_end(ap);
     if (code == RD_KAFKA_RESP_ERR_NO_ERROR) {
-        rd_kafka_error_t *err = sw__rdkafka_tracing(&f) ? produce_traced(&f, real, rk, vus, n)
-                                                        : real(rk, vus, n);
+        rd_kafka_error_t *err;
+        if (sw__rdkafka_tracing(&f)) {
+            err = produce_traced(&f, real, rk, vus, n);
+        } else {
+            /* Single headers are folded all the same: rd_kafka_producev does not share
+               rd_kafka_produceva's double free of them (see the top of this file). */
+            scan_t s = scan_array(&f, vus, n);
+            err = produce_call(&f, real, rk, vus, n, &s, false);
+        }
         if (err != NULL) {
             code = f.error_code(err);
             f.error_destroy(err);
@@ -370,7 +395,7 @@ int rd_kafka_produce(rd_kafka_topic_t *rkt, int32_t partition, int msgflags, voi
     rd_kafka_t *rk = sw__rdkafka_topic_client(rkt);
     span_begin(rk, f.topic_name(rkt));
     scan_t none = {NULL, NULL, 0, rk == NULL}; /* without the client: no produceva */
-    rd_kafka_headers_t *ours = headers_build(&f, NULL, 0, &none);
+    rd_kafka_headers_t *ours = headers_build(&f, NULL, 0, &none, true);
     int rc = -1;
     sw__rdkafka_in_call = true;
     if (ours != NULL) {

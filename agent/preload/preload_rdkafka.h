@@ -34,8 +34,8 @@ typedef struct sw__rdkafka_fns {
     void (*headers_destroy)(rd_kafka_headers_t *);
     rd_kafka_resp_err_t (*header_add)(rd_kafka_headers_t *, const char *, ssize_t, const void *,
                                       ssize_t);
-    rd_kafka_resp_err_t (*header_get_last)(const rd_kafka_headers_t *, const char *,
-                                           const void **, size_t *);
+    rd_kafka_resp_err_t (*header_get_last)(const rd_kafka_headers_t *, const char *, const void **,
+                                           size_t *);
     rd_kafka_resp_err_t (*message_headers)(const rd_kafka_message_t *, rd_kafka_headers_t **);
     rd_kafka_resp_err_t (*error_code)(const rd_kafka_error_t *);
     void (*error_destroy)(rd_kafka_error_t *);

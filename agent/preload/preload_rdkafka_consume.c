@@ -215,8 +215,7 @@ static void callback_traced(rd_kafka_message_t *m, void *arg)
 }
 
 int rd_kafka_consume_callback(rd_kafka_topic_t *rkt, int32_t partition, int timeout_ms,
-                              void (*consume_cb)(rd_kafka_message_t *, void *),
-                              void *commit_opaque)
+                              void (*consume_cb)(rd_kafka_message_t *, void *), void *commit_opaque)
 {
     int (*real)(rd_kafka_topic_t *, int32_t, int, void (*)(rd_kafka_message_t *, void *), void *);
     SW__PRELOAD_REAL(real, "rd_kafka_consume_callback");

@@ -163,15 +163,15 @@ static rd_kafka_headers_t *headers_build(const sw__rdkafka_fns_t *f, const rd_ka
     if (s->as_is || (!trace && s->header_n == 0)) {
         return NULL;
     }
-    rd_kafka_headers_t *h = s->headers != NULL ? f->headers_copy(s->headers)
-                                               : f->headers_new(s->header_n + 5);
+    rd_kafka_headers_t *h =
+        s->headers != NULL ? f->headers_copy(s->headers) : f->headers_new(s->header_n + 5);
     if (h == NULL) {
         return NULL;
     }
     for (size_t i = 0; i < cnt; i++) {
         if (vus[i].vtype == RD_KAFKA_VTYPE_HEADER &&
-            f->header_add(h, vus[i].u.header.name, -1, vus[i].u.header.val,
-                          vus[i].u.header.size) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+            f->header_add(h, vus[i].u.header.name, -1, vus[i].u.header.val, vus[i].u.header.size) !=
+                RD_KAFKA_RESP_ERR_NO_ERROR) {
             f->headers_destroy(h);
             return NULL;
         }
@@ -215,9 +215,9 @@ static rd_kafka_error_t *produce_with(produceva_fn real, rd_kafka_t *rk, const r
  * see the top of this file for who owns what). A traced call refused for its size is made
  * again as the caller made it. Returns what librdkafka returned.
  */
-static rd_kafka_error_t *produce_call(const sw__rdkafka_fns_t *f, produceva_fn real,
-                                      rd_kafka_t *rk, const rd_kafka_vu_t *vus, size_t cnt,
-                                      const scan_t *s, bool trace)
+static rd_kafka_error_t *produce_call(const sw__rdkafka_fns_t *f, produceva_fn real, rd_kafka_t *rk,
+                                      const rd_kafka_vu_t *vus, size_t cnt, const scan_t *s,
+                                      bool trace)
 {
     rd_kafka_headers_t *ours = headers_build(f, vus, cnt, s, trace);
     rd_kafka_error_t *err = NULL;

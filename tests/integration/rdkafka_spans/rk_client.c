@@ -246,9 +246,9 @@ static void consume_cb(rd_kafka_message_t *m, void *opaque)
     }
     message_print(m);
     if (reply_topic != NULL) {
-        rd_kafka_resp_err_t e = rd_kafka_producev(
-            reply_rk, RD_KAFKA_V_TOPIC(reply_topic), RD_KAFKA_V_VALUE("reply", 5),
-            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
+        rd_kafka_resp_err_t e =
+            rd_kafka_producev(reply_rk, RD_KAFKA_V_TOPIC(reply_topic), RD_KAFKA_V_VALUE("reply", 5),
+                              RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
         if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
             die("reply", rd_kafka_err2str(e));
         }
@@ -339,10 +339,9 @@ static int do_missing(const char *topic)
     if (rd_kafka_metadata(rk, 0, rkt, &md, WAIT_MS) == RD_KAFKA_RESP_ERR_NO_ERROR) {
         rd_kafka_metadata_destroy(md);
     }
-    rd_kafka_resp_err_t e = rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(topic),
-                                              RD_KAFKA_V_VALUE("x", 1),
-                                              RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-                                              RD_KAFKA_V_END);
+    rd_kafka_resp_err_t e =
+        rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_VALUE("x", 1),
+                          RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
     printf("produce: %s\n", rd_kafka_err2name(e));
     rd_kafka_topic_destroy(rkt);
     rd_kafka_destroy(rk);

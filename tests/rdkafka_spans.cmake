@@ -1,0 +1,25 @@
+# The librdkafka plugin of libskywalking-preload.so (agent/preload/preload_rdkafka*.c) against
+# the real Kafka broker of the fixture (label kafka;preload): rk_client, an ordinary librdkafka
+# program, produces and consumes with every interposed API; test_rdkafka_spans checks the spans
+# it reported. Default preset only: a sanitizer build of the library cannot be preloaded into an
+# uninstrumented program, and the broker is a heavy server.
+if(NOT TARGET skywalking-preload OR SW_SANITIZE)
+  return()
+endif()
+
+pkg_check_modules(RK_SPANS_RDKAFKA REQUIRED IMPORTED_TARGET rdkafka)
+
+add_executable(rk_client integration/rdkafka_spans/rk_client.c)
+target_link_libraries(rk_client PRIVATE PkgConfig::RK_SPANS_RDKAFKA)
+sw_target_defaults(rk_client)
+
+sw_add_unit_test(test_rdkafka_spans
+  SOURCES integration/test_rdkafka_spans.c integration/preload/pl_support.c
+  LIBS swproto
+  LABELS "kafka;preload"
+  TIMEOUT 300)
+target_compile_definitions(test_rdkafka_spans PRIVATE
+  PL_PRELOAD_LIB="$<TARGET_FILE:skywalking-preload>"
+  RK_CLIENT="$<TARGET_FILE:rk_client>")
+add_dependencies(test_rdkafka_spans skywalking-preload rk_client)
+sw_kafka_test(test_rdkafka_spans)

@@ -308,3 +308,50 @@ Test(rdkafka_spans, foreign_or_malformed_headers_start_new_trace)
     }
     pl_segments_free(&c);
 }
+
+/* The agent's own Kafka reporter (libkproducer, not librdkafka) is never a traced call: a
+   traced librdkafka program reporting to the broker's skywalking-segments topic reports the
+   span of its own produce, and no span of the reporter's topics. */
+Test(rdkafka_spans, kafka_reporter_never_traced)
+{
+    fixture();
+    char dir[256], topic[128], service[64], file[600], e[5][1200];
+    pl_tmpdir(dir, sizeof dir, "rdkafka");
+    topic_unique(topic, sizeof topic, "reporter");
+    snprintf(service, sizeof service, "rk-reporter-%d", (int)getpid());
+    snprintf(e[0], sizeof e[0], "LD_PRELOAD=%s", PL_PRELOAD_LIB);
+    snprintf(e[1], sizeof e[1], "SW_REPORTER=kafka");
+    snprintf(e[2], sizeof e[2], "SW_KAFKA_BOOTSTRAP_SERVERS=%s", bootstrap);
+    snprintf(e[3], sizeof e[3], "SW_AGENT_NAME=%s", service);
+    snprintf(e[4], sizeof e[4], "SW_REPORTER_FILE_PATH=%s/unused.bin", dir);
+    char *env[] = {e[0], e[1], e[2], e[3], e[4], NULL};
+    char *argv[] = {(char *)RK_CLIENT, bootstrap, topic, "produce", "producev", "2", NULL};
+    char err[600];
+    snprintf(err, sizeof err, "%s/reporter.err", dir);
+    int rc = pl_run(argv, env, NULL, err, WAIT_MS);
+    char *msg = pl_slurp(err, NULL);
+    cr_assert_eq(rc, 0, "rk_client exited %d: %s", rc, msg != NULL ? msg : "");
+    free(msg);
+    snprintf(file, sizeof file, "%s/segments.bin", dir);
+    char *dump[] = {(char *)RK_CLIENT, bootstrap, "skywalking-segments", "dump", file, NULL};
+    cr_assert_eq(pl_run(dump, (char *[]){NULL}, NULL, NULL, WAIT_MS), 0, "dump failed");
+    pl_segments_t all = {0};
+    cr_assert_geq(pl_segments_read(&all, file), 0);
+    size_t ours = 0;
+    for (size_t i = 0; i < all.n; i++) {
+        const pl_segment_t *seg = all.segs[i];
+        if (strcmp(seg->service, service) != 0) {
+            continue; /* another test's */
+        }
+        ours++;
+        producer_check(seg, topic, false);
+        for (size_t k = 0; k < seg->n_spans; k++) {
+            const char *t = pl_span_tag(seg->spans[k], "mq.topic");
+            cr_assert(strstr(seg->spans[k]->operationname, "skywalking-") == NULL &&
+                          (t == NULL || strstr(t, "skywalking-") == NULL),
+                      "the reporter's own produce was traced: %s", seg->spans[k]->operationname);
+        }
+    }
+    cr_assert_eq(ours, 2, "the two produced messages' segments went through the reporter");
+    pl_segments_free(&all);
+}

@@ -19,6 +19,9 @@
  *   rk_client BOOTSTRAP TOPIC badpart
  *       Every produce API asks for a partition that does not exist: each call must fail at once
  *       (UNKNOWN_PARTITION; errno ESRCH for rd_kafka_produce); prints one line per API.
+ *   rk_client BOOTSTRAP TOPIC dump FILE
+ *       Copies every record of TOPIC into FILE as varint length + value (the segment file
+ *       format, for the agent's own Kafka reporter topic).
  *   rk_client BOOTSTRAP TOPIC raw SW8...
  *       One message per argument, with that value as its sw8 header ("-": no headers at all,
  *       "NUL": a value with a NUL byte, "LONG": 5000 bytes), for the hostile-input tests.
@@ -372,6 +375,68 @@ static int do_badpart(const char *topic)
     return 0;
 }
 
+/* Writes every record of every partition of TOPIC (from the beginning to the end) into FILE as
+   varint length + value: the segment file format, when TOPIC holds SegmentObjects. */
+static int do_dump(const char *topic, const char *file)
+{
+    char err[512];
+    rd_kafka_conf_t *c = rd_kafka_conf_new();
+    if (rd_kafka_conf_set(c, "bootstrap.servers", bootstrap, err, sizeof err) != 0 ||
+        rd_kafka_conf_set(c, "enable.partition.eof", "true", err, sizeof err) != 0) {
+        die("conf", err);
+    }
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, c, err, sizeof err);
+    if (rk == NULL) {
+        die("rd_kafka_new", err);
+    }
+    rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
+    const struct rd_kafka_metadata *md;
+    if (rd_kafka_metadata(rk, 0, rkt, &md, WAIT_MS) != RD_KAFKA_RESP_ERR_NO_ERROR ||
+        md->topic_cnt != 1 || md->topics[0].err != 0) {
+        die("metadata", topic);
+    }
+    int parts = md->topics[0].partition_cnt;
+    rd_kafka_metadata_destroy(md);
+    FILE *out = fopen(file, "wb");
+    if (out == NULL) {
+        die("fopen", file);
+    }
+    for (int p = 0; p < parts; p++) {
+        if (rd_kafka_consume_start(rkt, p, RD_KAFKA_OFFSET_BEGINNING) != 0) {
+            die("consume_start", topic);
+        }
+        for (;;) {
+            rd_kafka_message_t *m = rd_kafka_consume(rkt, p, WAIT_MS);
+            if (m == NULL) {
+                die("consume", "no end of partition in time");
+            }
+            rd_kafka_resp_err_t e = m->err;
+            if (e == RD_KAFKA_RESP_ERR_NO_ERROR) {
+                unsigned char v[10];
+                size_t n = 0, len = m->len;
+                do {
+                    v[n++] = (unsigned char)((len & 0x7f) | (len > 0x7f ? 0x80 : 0));
+                    len >>= 7;
+                } while (len != 0);
+                fwrite(v, 1, n, out);
+                fwrite(m->payload, 1, m->len, out);
+            }
+            rd_kafka_message_destroy(m);
+            if (e == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+                break;
+            }
+            if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+                die("consume", rd_kafka_err2str(e));
+            }
+        }
+        rd_kafka_consume_stop(rkt, p);
+    }
+    fclose(out);
+    rd_kafka_topic_destroy(rkt);
+    rd_kafka_destroy(rk);
+    return 0;
+}
+
 static int do_raw(const char *topic, int n, char **values)
 {
     rd_kafka_t *rk = client(RD_KAFKA_PRODUCER, NULL);
@@ -418,6 +483,9 @@ int main(int argc, char **argv)
     }
     if (strcmp(mode, "missing") == 0) {
         return do_missing(topic);
+    }
+    if (strcmp(mode, "dump") == 0 && argc == 5) {
+        return do_dump(topic, argv[4]);
     }
     if (strcmp(mode, "badpart") == 0) {
         return do_badpart(topic);

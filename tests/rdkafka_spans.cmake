@@ -23,3 +23,15 @@ target_compile_definitions(test_rdkafka_spans PRIVATE
   RK_CLIENT="$<TARGET_FILE:rk_client>")
 add_dependencies(test_rdkafka_spans skywalking-preload rk_client)
 sw_kafka_test(test_rdkafka_spans)
+
+# C -> Kafka -> Python (SkyWalking's Python agent, kafka-python) -> Kafka -> C, all reporting
+# to the project's gRPC test collector; skipped (77) without the venv of scripts/fetch-tools.sh.
+add_test(NAME rdkafka_cross_lang
+  COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/integration/rdkafka_spans/cross_lang.py
+          --rk-client $<TARGET_FILE:rk_client>
+          --preload $<TARGET_FILE:skywalking-preload>
+          --collector ${PROJECT_SOURCE_DIR}/tests/support/grpc_collector.py
+          --bootstrap-dir ${SW_KAFKA_FIXTURE_DIR})
+set_tests_properties(rdkafka_cross_lang PROPERTIES
+  LABELS "kafka;preload" TIMEOUT 300 SKIP_RETURN_CODE 77)
+sw_kafka_test(rdkafka_cross_lang TARGET rk_client)

@@ -19,6 +19,8 @@
  *   rk_client BOOTSTRAP TOPIC badpart
  *       Every produce API asks for a partition that does not exist: each call must fail at once
  *       (UNKNOWN_PARTITION; errno ESRCH for rd_kafka_produce); prints one line per API.
+ *   rk_client BOOTSTRAP TOPIC create
+ *       Creates TOPIC (1 partition) unless it exists.
  *   rk_client BOOTSTRAP TOPIC dump FILE
  *       Copies every record of TOPIC into FILE as varint length + value (the segment file
  *       format, for the agent's own Kafka reporter topic).
@@ -483,6 +485,12 @@ int main(int argc, char **argv)
     }
     if (strcmp(mode, "missing") == 0) {
         return do_missing(topic);
+    }
+    if (strcmp(mode, "create") == 0) {
+        rd_kafka_t *rk = client(RD_KAFKA_PRODUCER, NULL);
+        topic_ensure(rk, topic);
+        rd_kafka_destroy(rk);
+        return 0;
     }
     if (strcmp(mode, "dump") == 0 && argc == 5) {
         return do_dump(topic, argv[4]);

@@ -21,6 +21,7 @@ scripts/fetch-tools.sh is missing or unusable (SW_TEST_PYAGENT_PYTHON names anot
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -103,7 +104,7 @@ def main():
                       SW_AGENT_LOGGING_LEVEL="ERROR")
         py_env.pop("LD_PRELOAD", None)
         py = subprocess.Popen([VENV_PY, os.path.join(HERE, "py_peer.py"), bootstrap, req, rep],
-                              env=py_env)
+                              env=py_env, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         procs.append(py)
 
         def c_env(name):
@@ -112,8 +113,9 @@ def main():
 
         subprocess.run([a.rk_client, bootstrap, req, "produce", "producev", "1"],
                        env=c_env("c-producer"), check=True, timeout=WAIT_S)
-        if py.wait(timeout=WAIT_S) != 0:
-            fail("py_peer exited %d" % py.returncode)
+        line = py.stdout.readline().decode().strip()  # bounded: py_peer waits 60 s at most
+        if line != "answered":
+            fail("py_peer: %r (exit %s)" % (line, py.poll()))
         subprocess.run([a.rk_client, bootstrap, rep, "consume", "consume", "1", "c"],
                        env=c_env("c-consumer"), check=True, timeout=WAIT_S,
                        stdout=subprocess.DEVNULL)
@@ -126,6 +128,9 @@ def main():
                            lambda: find(out, "py-peer", "Kafka/%s/Producer" % rep))
         c_cons = wait_for("C consumer segment",
                           lambda: find(out, "c-consumer", "Kafka/%s/Consumer/c" % rep))
+        py.stdin.close()
+        if py.wait(timeout=WAIT_S) != 0:
+            fail("py_peer exited %d" % py.returncode)
 
         def has_ref(seg, parent, service):
             return any(r["parentTraceSegmentId"] == parent["traceSegmentId"] and
@@ -142,6 +147,7 @@ def main():
         if len(traces) != 1:
             fail("not one trace from C through Python back to C: %s" % traces)
         print("cross_lang: C -> Python -> C in trace %s" % c_prod["traceId"])
+        shutil.rmtree(tmp, ignore_errors=True)  # kept on failure: collector.jsonl says why
         return 0
     finally:
         for p in procs:

@@ -9,8 +9,8 @@ service would) and the reply, produced inside it, carries that trace on.
 
   py_peer.py BOOTSTRAP REQ_TOPIC REP_TOPIC
 Runs in the venv of scripts/fetch-tools.sh (apache-skywalking, kafka-python). Exits 0 once the
-reply was acknowledged by the broker (the agent reports what it queued at exit), 1 when no
-message came within 60 s.
+reply was acknowledged by the broker, 1 when no message came within 60 s; prints "answered"
+then, and stays up (its agent reporting) until stdin is closed.
 """
 import sys
 
@@ -44,6 +44,10 @@ def main():
     producer.flush()
     producer.close()
     consumer.close()
+    print("answered" if answered else "no message", flush=True)
+    # The agent reports from its own thread while the process lives (its exit hook may not
+    # send everything): stay until the test has seen the segments and closes stdin.
+    sys.stdin.read()
     return 0 if answered else 1
 
 

@@ -10,7 +10,7 @@ endif()
 pkg_check_modules(RK_SPANS_RDKAFKA REQUIRED IMPORTED_TARGET rdkafka)
 
 add_executable(rk_client integration/rdkafka_spans/rk_client.c)
-target_link_libraries(rk_client PRIVATE PkgConfig::RK_SPANS_RDKAFKA)
+target_link_libraries(rk_client PRIVATE PkgConfig::RK_SPANS_RDKAFKA Threads::Threads)
 sw_target_defaults(rk_client)
 
 sw_add_unit_test(test_rdkafka_spans

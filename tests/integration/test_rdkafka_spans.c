@@ -211,6 +211,30 @@ Test(rdkafka_spans, consume_callback_reply_is_child)
     pl_segments_free(&c);
 }
 
+/* Eight threads produce on one client at once: one well-formed segment per message, and every
+   consumer span continues one of them. */
+Test(rdkafka_spans, threads_produce_at_once)
+{
+    fixture();
+    char dir[256], topic[128];
+    pl_tmpdir(dir, sizeof dir, "rdkafka");
+    topic_unique(topic, sizeof topic, "mt");
+    pl_segments_t p = {0}, c = {0};
+    free(run("rkp", false, dir, (const char *[]){topic, "mt", "8", "25", NULL}, &p));
+    cr_assert_eq(p.n, 200, "one segment per message of the 8 threads");
+    for (size_t i = 0; i < p.n; i++) {
+        producer_check(p.segs[i], topic, false);
+    }
+    free(
+        run("rkc", false, dir, (const char *[]){topic, "consume", "batch", "200", "g4", NULL}, &c));
+    cr_assert_eq(c.n, 200);
+    for (size_t i = 0; i < c.n; i++) {
+        consumer_check(c.segs[i], topic, "g4", &p);
+    }
+    pl_segments_free(&p);
+    pl_segments_free(&c);
+}
+
 /* rd_kafka_produce_batch: one exit span for the call (the batch API carries no headers). */
 Test(rdkafka_spans, produce_batch_one_span)
 {

@@ -13,6 +13,8 @@
  *       reads COUNT messages from the start of TOPIC and prints each one's headers as
  *       "hdr <n> <name>=<value>" lines (values of other bytes as '?'). With REPLY_TOPIC (callback
  *       only) every message is answered there from inside the callback. Exits 0 after COUNT.
+ *   rk_client BOOTSTRAP TOPIC mt THREADS COUNT
+ *       THREADS threads produce COUNT messages each (rd_kafka_producev) on one client at once.
  *   rk_client BOOTSTRAP TOPIC missing
  *       TOPIC does not exist (the broker does not create topics): a produce fails at once once
  *       librdkafka knows it; exits 0 when it did.
@@ -32,6 +34,7 @@
  */
 #include <errno.h>
 #include <librdkafka/rdkafka.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +44,8 @@
 #define WAIT_MS 30000
 
 static const char *bootstrap;
+/* Delivery reports run on the thread that calls rd_kafka_flush / rd_kafka_poll: the main
+   thread only. */
 static int delivered, failed;
 
 static void die(const char *what, const char *why)
@@ -185,6 +190,46 @@ static rd_kafka_resp_err_t produce_one(rd_kafka_t *rk, rd_kafka_topic_t *rkt, co
     }
     die("unknown produce api", api);
     return RD_KAFKA_RESP_ERR__FAIL;
+}
+
+typedef struct mt_arg {
+    rd_kafka_t *rk;
+    const char *topic;
+    int count;
+    rd_kafka_resp_err_t err;
+} mt_arg_t;
+
+static void *mt_thread(void *p)
+{
+    mt_arg_t *a = p;
+    for (int i = 0; i < a->count && a->err == RD_KAFKA_RESP_ERR_NO_ERROR; i++) {
+        a->err = produce_one(a->rk, NULL, a->topic, "producev", i);
+    }
+    return NULL;
+}
+
+/* THREADS threads produce COUNT messages each with rd_kafka_producev on one client at once. */
+static int do_mt(const char *topic, int threads, int count)
+{
+    rd_kafka_t *rk = client(RD_KAFKA_PRODUCER, NULL);
+    topic_ensure(rk, topic);
+    pthread_t t[16];
+    mt_arg_t a[16];
+    for (int i = 0; i < threads && i < 16; i++) {
+        a[i] = (mt_arg_t){rk, topic, count, RD_KAFKA_RESP_ERR_NO_ERROR};
+        if (pthread_create(&t[i], NULL, mt_thread, &a[i]) != 0) {
+            die("pthread_create", topic);
+        }
+    }
+    for (int i = 0; i < threads && i < 16; i++) {
+        pthread_join(t[i], NULL);
+        if (a[i].err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+            die("produce", rd_kafka_err2str(a[i].err));
+        }
+    }
+    flush_all(rk, threads * count);
+    rd_kafka_destroy(rk);
+    return 0;
 }
 
 static int do_produce(const char *topic, const char *api, int count)
@@ -485,6 +530,9 @@ int main(int argc, char **argv)
     }
     if (strcmp(mode, "missing") == 0) {
         return do_missing(topic);
+    }
+    if (strcmp(mode, "mt") == 0 && argc == 6) {
+        return do_mt(topic, atoi(argv[4]), atoi(argv[5]));
     }
     if (strcmp(mode, "create") == 0) {
         rd_kafka_t *rk = client(RD_KAFKA_PRODUCER, NULL);

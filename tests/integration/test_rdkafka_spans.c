@@ -299,6 +299,41 @@ Test(rdkafka_spans, failed_produce_keeps_caller_semantics)
     pl_segments_free(&p);
 }
 
+/* Under valgrind (Memcheck), traced and with the agent off (a bad setting: the preload only
+   forwards, single headers still folded): every produce API on its failure path (a partition
+   that does not exist), then the header-carrying APIs on their success path, free nothing twice,
+   read nothing freed and leak nothing (definite leaks), the caller's headers included. */
+Test(rdkafka_spans, headers_ownership_under_valgrind)
+{
+    fixture();
+    char dir[256], topic[128];
+    pl_tmpdir(dir, sizeof dir, "rdkafka");
+    topic_unique(topic, sizeof topic, "vg");
+    const char *agent[2] = {"SW_AGENT_NAME=rk-vg", "SW_REPORTER=bogus"};
+    for (int a = 0; a < 2; a++) {
+        char e[2][700], err[600];
+        snprintf(e[0], sizeof e[0], "LD_PRELOAD=%s", PL_PRELOAD_LIB);
+        snprintf(e[1], sizeof e[1], "SW_REPORTER_FILE_PATH=%s/vg.bin", dir);
+        char *env[] = {e[0], e[1], (char *)agent[a], NULL};
+        char *argv[] = {"valgrind",
+                        "-q",
+                        "--leak-check=full",
+                        "--errors-for-leak-kinds=definite",
+                        "--error-exitcode=9",
+                        (char *)RK_CLIENT,
+                        bootstrap,
+                        topic,
+                        "badpart",
+                        NULL};
+        snprintf(err, sizeof err, "%s/vg-%d.err", dir, a);
+        int rc = pl_run(argv, env, NULL, err, WAIT_MS);
+        char *msg = pl_slurp(err, NULL);
+        cr_assert_eq(rc, 0, "valgrind rk_client badpart (%s) exited %d: %s", agent[a], rc,
+                     msg ? msg : "");
+        free(msg);
+    }
+}
+
 /* Messages from an untraced producer: no headers, malformed sw8 values, a value with a NUL
    byte, a 5000-byte value. Each consumer span starts a new trace; nothing crashes. */
 Test(rdkafka_spans, foreign_or_malformed_headers_start_new_trace)

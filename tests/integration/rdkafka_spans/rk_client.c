@@ -20,7 +20,9 @@
  *       librdkafka knows it; exits 0 when it did.
  *   rk_client BOOTSTRAP TOPIC badpart
  *       Every produce API asks for a partition that does not exist: each call must fail at once
- *       (UNKNOWN_PARTITION; errno ESRCH for rd_kafka_produce); prints one line per API.
+ *       (UNKNOWN_PARTITION; errno ESRCH for rd_kafka_produce); prints one line per API. Then one
+ *       message each with an RD_KAFKA_VTYPE_HEADERS object and an RD_KAFKA_VTYPE_HEADER, both
+ *       delivered.
  *   rk_client BOOTSTRAP TOPIC create
  *       Creates TOPIC (1 partition) unless it exists.
  *   rk_client BOOTSTRAP TOPIC dump FILE
@@ -417,6 +419,15 @@ static int do_badpart(const char *topic)
             return 1;
         }
     }
+    /* Then the header-carrying APIs on their success path. */
+    partition = RD_KAFKA_PARTITION_UA;
+    for (int i = 0; i < 2; i++) {
+        rd_kafka_resp_err_t e = produce_one(rk, rkt, topic, i == 0 ? "headers" : "header", i);
+        if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+            die("produce", rd_kafka_err2str(e));
+        }
+    }
+    flush_all(rk, 2);
     rd_kafka_topic_destroy(rkt);
     rd_kafka_destroy(rk);
     return 0;

@@ -8,10 +8,16 @@ if(NOT TARGET skywalking-preload OR SW_SANITIZE)
 endif()
 
 pkg_check_modules(RK_SPANS_RDKAFKA REQUIRED IMPORTED_TARGET rdkafka)
+pkg_check_modules(RK_SPANS_RDKAFKAXX REQUIRED IMPORTED_TARGET rdkafka++)
 
 add_executable(rk_client integration/rdkafka_spans/rk_client.c)
 target_link_libraries(rk_client PRIVATE PkgConfig::RK_SPANS_RDKAFKA Threads::Threads)
 sw_target_defaults(rk_client)
+
+# The same through librdkafka's C++ API (librdkafka++ calls the interposed C functions).
+add_executable(rk_cpp integration/rdkafka_spans/rk_cpp.cpp)
+target_link_libraries(rk_cpp PRIVATE PkgConfig::RK_SPANS_RDKAFKAXX)
+sw_target_defaults(rk_cpp)
 
 sw_add_unit_test(test_rdkafka_spans
   SOURCES integration/test_rdkafka_spans.c integration/preload/pl_support.c
@@ -20,8 +26,9 @@ sw_add_unit_test(test_rdkafka_spans
   TIMEOUT 300)
 target_compile_definitions(test_rdkafka_spans PRIVATE
   PL_PRELOAD_LIB="$<TARGET_FILE:skywalking-preload>"
-  RK_CLIENT="$<TARGET_FILE:rk_client>")
-add_dependencies(test_rdkafka_spans skywalking-preload rk_client)
+  RK_CLIENT="$<TARGET_FILE:rk_client>"
+  RK_CPP="$<TARGET_FILE:rk_cpp>")
+add_dependencies(test_rdkafka_spans skywalking-preload rk_client rk_cpp)
 sw_kafka_test(test_rdkafka_spans)
 
 # C -> Kafka -> Python (SkyWalking's Python agent, kafka-python) -> Kafka -> C, all reporting

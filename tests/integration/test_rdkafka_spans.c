@@ -235,6 +235,50 @@ Test(rdkafka_spans, threads_produce_at_once)
     pl_segments_free(&c);
 }
 
+/* librdkafka's C++ API (RdKafka::Producer::produce with RdKafka::Headers, KafkaConsumer::consume)
+   goes through the same C functions: the same spans, the caller's header kept. */
+Test(rdkafka_spans, cxx_api)
+{
+    fixture();
+    char dir[256], topic[128], file[600], out[600], err[600], e[2][700];
+    pl_tmpdir(dir, sizeof dir, "rdkafka");
+    topic_unique(topic, sizeof topic, "cpp");
+    free(run("plain", true, dir, (const char *[]){topic, "create", NULL}, NULL));
+    snprintf(file, sizeof file, "%s/cpp.bin", dir);
+    snprintf(out, sizeof out, "%s/cpp.out", dir);
+    snprintf(err, sizeof err, "%s/cpp.err", dir);
+    snprintf(e[0], sizeof e[0], "LD_PRELOAD=%s", PL_PRELOAD_LIB);
+    snprintf(e[1], sizeof e[1], "SW_REPORTER_FILE_PATH=%s", file);
+    char *env[] = {e[0], e[1], NULL};
+    char *argv[] = {RK_CPP, bootstrap, topic, "2", NULL};
+    int rc = pl_run(argv, env, out, err, WAIT_MS);
+    char *msg = pl_slurp(err, NULL);
+    cr_assert_eq(rc, 0, "rk_cpp exited %d: %s", rc, msg != NULL ? msg : "");
+    free(msg);
+    char *text = pl_slurp(out, NULL);
+    cr_assert(text != NULL && strstr(text, "hdr 1 app\nhdr 1 sw8\n") != NULL, "%s", text);
+    free(text);
+    pl_segments_t s = {0}, p = {0}, c = {0};
+    cr_assert_geq(pl_segments_read(&s, file), 0);
+    for (size_t i = 0; i < s.n; i++) { /* split: the producer's segments, the consumer's */
+        pl_segments_t *to =
+            s.segs[i]->spans[0]->spantype == SKYWALKING__V3__SPAN_TYPE__Exit ? &p : &c;
+        pl_segment_t **grown = realloc(to->segs, (to->n + 1) * sizeof *grown);
+        cr_assert_not_null(grown);
+        to->segs = grown;
+        to->segs[to->n++] = s.segs[i];
+    }
+    cr_assert_eq(p.n, 2);
+    cr_assert_eq(c.n, 2);
+    for (size_t i = 0; i < 2; i++) {
+        producer_check(p.segs[i], topic, false);
+        consumer_check(c.segs[i], topic, "cpp", &p);
+    }
+    free(p.segs); /* the segments themselves belong to s */
+    free(c.segs);
+    pl_segments_free(&s);
+}
+
 /* rd_kafka_produce_batch: one exit span for the call (the batch API carries no headers). */
 Test(rdkafka_spans, produce_batch_one_span)
 {

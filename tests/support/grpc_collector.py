@@ -10,7 +10,9 @@ one JSON object per line, written whole and flushed, so that C tests can read it
 
   {"kind": "segment", "traceSegmentId": ..., "traceId": ..., "service": ...,
    "serviceInstance": ..., "operations": ["op0", "op1", ...], "spans": n,
-   "refEndpoints": [parentEndpoint of each reference, span by span]}
+   "refEndpoints": [parentEndpoint of each reference, span by span],
+   "refs": [{"traceId", "parentTraceSegmentId", "parentSpanId", "parentService"} of each
+            reference, span by span]}
   {"kind": "properties", "service": ..., "serviceInstance": ..., "properties": {k: v, ...}}
   {"kind": "ping", "service": ..., "serviceInstance": ...}
   {"kind": "rejected", "method": "collect" | "reportInstanceProperties" | "keepAlive"}
@@ -161,6 +163,9 @@ def build_servicers(args, recorder):
                     "operations": [s.operationName for s in seg.spans],
                     "spans": len(seg.spans),
                     "refEndpoints": [r.parentEndpoint for s in seg.spans for r in s.refs],
+                    "refs": [{"traceId": r.traceId, "parentTraceSegmentId": r.parentTraceSegmentId,
+                              "parentSpanId": r.parentSpanId, "parentService": r.parentService}
+                             for s in seg.spans for r in s.refs],
                 })
             if args.test_double_reject_collect:
                 recorder.write([{"kind": "rejected", "method": "collect",

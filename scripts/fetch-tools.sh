@@ -28,8 +28,11 @@ fi
 # (its sw_grpc and sw_kafka plugins continue our sw8 and we continue theirs). A venv of its own,
 # ~/.cache/skywalking-c/venv-pyagent, because its pins (grpcio, protobuf) differ from the ones
 # above. Pinned; the cross-language tests are skipped when this venv lacks them.
+# 1.2.0, not 1.3.0: the 1.3.0 wheel on PyPI lacks the generated skywalking/protocol stubs
+# (ModuleNotFoundError: No module named 'skywalking.protocol' at import); 1.2.0 ships them and
+# has the same sw_grpc and sw_kafka (kafka-python 2.0) plugins.
 pyagent="$cache/venv-pyagent"
-SKYWALKING_PY_VERSION=1.3.0
+SKYWALKING_PY_VERSION=1.2.0
 GRPCIO_VERSION=1.85.4
 KAFKA_PYTHON_VERSION=2.0.2
 if [ ! -x "$pyagent/bin/python3" ]; then

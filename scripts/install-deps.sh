@@ -18,14 +18,15 @@ if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
 # module, built against Debian's own nginx headers, and its tests), gRPC C++ with its protoc
 # plugin (the gRPC client/server span tests' C++ peers), elfutils' libdw/libelf and libunwind
 # (the profiler's and crash recorder's symbolizer and unwinder), apache2-utils (ab, the nginx
-# bench's second load generator).
+# bench's second load generator), valgrind (test_rdkafka_spans: no invalid free and no leak of a
+# caller's Kafka headers on the produce failure paths, traced and untraced).
 PACKAGES="build-essential g++ dpkg-dev cmake ninja-build pkg-config clang libclang-rt-14-dev llvm clang-format
   libprotobuf-c-dev protobuf-c-compiler libgrpc-dev zlib1g-dev liblz4-dev libzstd-dev libssl-dev
   libcriterion-dev kcat default-jdk-headless maven curl libcurl4-openssl-dev libmicrohttpd-dev
   librdkafka-dev python3 python3-venv python3-grpcio python3-grpc-tools python3-protobuf wrk
   postgresql libpq-dev mariadb-server libmariadb-dev redis-server libhiredis-dev
   libevent-dev nginx nginx-dev libgrpc++-dev protobuf-compiler-grpc libdw-dev libelf-dev
-  libunwind-dev apache2-utils"
+  libunwind-dev apache2-utils valgrind"
 
 missing=""
 for p in $PACKAGES; do

@@ -58,15 +58,18 @@ sw_target_defaults(pl_fork)
 target_compile_definitions(test_preload_db PRIVATE PL_FORK="$<TARGET_FILE:pl_fork>")
 add_dependencies(test_preload_db pl_fork)
 
-# CPU per traced call (PQexec SELECT 1, Redis GET) against the same calls without the preload.
+# CPU per traced call (PQexec SELECT 1, Redis GET, a librdkafka produce) against the same calls
+# without the preload; the produce goes to the Kafka fixture's broker.
+pkg_check_modules(PL_RDKAFKA REQUIRED IMPORTED_TARGET rdkafka)
 sw_add_bench(plugins_bench
   SOURCES bench/plugins_bench.c
-  LIBS PkgConfig::PL_PQ PkgConfig::PL_HIREDIS
-  FIXTURES db
-  LABELS db)
+  LIBS PkgConfig::PL_PQ PkgConfig::PL_HIREDIS PkgConfig::PL_RDKAFKA
+  FIXTURES db kafka
+  LABELS db kafka)
 target_compile_definitions(plugins_bench PRIVATE
   PL_PRELOAD_LIB="$<TARGET_FILE:skywalking-preload>"
-  PL_DB_SERVERS_SH="${SW_DB_SERVERS_SH}")
+  PL_DB_SERVERS_SH="${SW_DB_SERVERS_SH}"
+  SW_TEST_KAFKA_BROKER_SH="${SW_KAFKA_BROKER_SH}")
 add_dependencies(plugins_bench skywalking-preload)
 set_tests_properties(plugins_bench_smoke PROPERTIES
-  ENVIRONMENT "SW_TEST_DB_STATE=${SW_DB_FIXTURE_DIR}")
+  ENVIRONMENT "SW_TEST_DB_STATE=${SW_DB_FIXTURE_DIR};SW_TEST_KAFKA_DIR=${SW_KAFKA_FIXTURE_DIR}")

@@ -4,6 +4,8 @@
  *
  *   pq:    PQexec("SELECT 1") over a unix socket to a real PostgreSQL
  *   redis: redisCommand("GET k") over loopback TCP to a real Redis
+ *   kafka: rd_kafka_producev of a 100-byte record to a real Kafka broker, flushed (sent and
+ *          acknowledged) every 100 calls, librdkafka's sending threads included (see "kafka")
  *
  * A round runs two clients side by side, each a child process (this program in "client" mode,
  * linking libpq and hiredis dynamically) with a connection of its own: plain, and traced (the
@@ -51,13 +53,15 @@
  *
  * Last line: pq_cpu_ns_per_call_plain= pq_cpu_ns_per_call_traced= pq_cpu_ns_per_call_delta=
  *            pq_delta_min= pq_delta_max= pq_consumer_ns_per_call= redis_cpu_ns_per_call_plain=
- *            ... redis_delta_max= redis_consumer_ns_per_call= rounds=
+ *            ... redis_delta_max= redis_consumer_ns_per_call= kafka_cpu_ns_per_call_plain=
+ *            ... kafka_consumer_ns_per_call= rounds=
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <hiredis.h>
 #include <libpq-fe.h>
+#include <librdkafka/rdkafka.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -71,6 +75,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "kafka_test_env.h"
 #include "test_util.h"
 #include "thread_stat.h"
 
@@ -81,7 +86,7 @@
 
 /* A client as the parent sees it. */
 typedef struct client {
-    const char *what; /* "pq" or "redis" */
+    const char *what; /* "pq", "redis" or "kafka" */
     bool traced;
     pid_t pid;          /* > 0 from its start until it has been reaped */
     int cmd;            /* write end of the client's stdin */
@@ -342,6 +347,83 @@ static int client_redis(void)
     int rc = client_serve(redis_call, c, server_pid, 2); /* SET, INFO */
     redisFree(c);
     return rc;
+}
+
+/* ---- kafka: rd_kafka_producev of a 100-byte record to the broker ----------------------------
+
+   The produce call only queues the record; librdkafka's own threads batch and send it. So that
+   their work is part of the figures, the client flushes (waits for the broker's acks) after
+   every KAFKA_FLUSH_EVERY calls: every chunk ends with all its records sent and acknowledged,
+   and the process's CPU time covers the call, the sending threads and, traced, the span and the
+   sw8 headers (about 450 more bytes per record to copy and send). The broker is the Kafka
+   fixture's (SW_TEST_KAFKA_DIR) or a private node this program starts; the client's "server"
+   for pinning is itself (the broker's JVM is left where it is). */
+#define KAFKA_TOPIC       "sw-test-1p"
+#define KAFKA_FLUSH_EVERY 100 /* divides WARMUP_CALLS and every chunk size */
+
+typedef struct kafka_conn {
+    rd_kafka_t *rk;
+    long calls;
+} kafka_conn_t;
+
+static bool kafka_call(void *conn)
+{
+    kafka_conn_t *k = conn;
+    static char value[100];
+    rd_kafka_resp_err_t e = rd_kafka_producev(
+        k->rk, RD_KAFKA_V_TOPIC(KAFKA_TOPIC), RD_KAFKA_V_VALUE(value, sizeof value),
+        RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
+    if (e == RD_KAFKA_RESP_ERR_NO_ERROR && ++k->calls % KAFKA_FLUSH_EVERY == 0) {
+        e = rd_kafka_flush(k->rk, 30000);
+    }
+    if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        fprintf(stderr, "plugins_bench client: produce: %s\n", rd_kafka_err2str(e));
+        return false;
+    }
+    return true;
+}
+
+static int client_kafka(void)
+{
+    char err[256];
+    const char *bootstrap = getenv("SW_BENCH_KAFKA_BOOTSTRAP");
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    if (bootstrap == NULL ||
+        rd_kafka_conf_set(conf, "bootstrap.servers", bootstrap, err, sizeof err) != 0) {
+        fprintf(stderr, "plugins_bench client: no broker (%s)\n", bootstrap ? err : "unset");
+        return 1;
+    }
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err);
+    if (rk == NULL) {
+        fprintf(stderr, "plugins_bench client: rd_kafka_new: %s\n", err);
+        return 1;
+    }
+    kafka_conn_t k = {rk, 0};
+    int rc = client_serve(kafka_call, &k, (int)getpid(), 0);
+    (void)rd_kafka_flush(rk, 30000); /* a round's last records, after the figures */
+    rd_kafka_destroy(rk);
+    return rc;
+}
+
+/* The broker for the kafka clients: the fixture's, or a private node (stopped by kafka_close). */
+static sw_test_kafka_t kafka_broker;
+
+static void kafka_open(void)
+{
+    char dir[64];
+    snprintf(dir, sizeof dir, "/tmp/sw-plugins-bench-kafka.%d", (int)getpid());
+    if (sw_test_kafka_bootstrap_or_start(&kafka_broker, NULL, dir, "--topic " KAFKA_TOPIC ":1") !=
+        0) {
+        die("no Kafka broker (see above)");
+    }
+    setenv("SW_BENCH_KAFKA_BOOTSTRAP", kafka_broker.bootstrap, 1);
+}
+
+static void kafka_close(void)
+{
+    if (kafka_broker.owned) {
+        sw_test_kafka_stop(&kafka_broker);
+    }
 }
 
 /* ---- servers ------------------------------------------------------------------------------- */
@@ -677,6 +759,9 @@ static figures_t measure(const char *self, const char *what, int rounds, long n,
 int main(int argc, char **argv)
 {
     if (argc == 3 && strcmp(argv[1], "client") == 0) {
+        if (strcmp(argv[2], "kafka") == 0) {
+            return client_kafka();
+        }
         return strcmp(argv[2], "pq") == 0 ? client_pq() : client_redis();
     }
     bool smoke = false;
@@ -710,6 +795,9 @@ int main(int argc, char **argv)
     servers_open();
     figures_t pq = measure(self, "pq", rounds, n, k);
     figures_t rd = measure(self, "redis", rounds, n, k);
+    kafka_open();
+    figures_t kf = measure(self, "kafka", rounds, n, k);
+    kafka_close();
     servers_close();
     char pq_cons[32] = "na", rd_cons[32] = "na"; /* "na": the consumer's CPU could not be read */
     if (pq.consumer >= 0) {
@@ -718,13 +806,20 @@ int main(int argc, char **argv)
     if (rd.consumer >= 0) {
         snprintf(rd_cons, sizeof rd_cons, "%.0f", rd.consumer);
     }
+    char kf_cons[32] = "na";
+    if (kf.consumer >= 0) {
+        snprintf(kf_cons, sizeof kf_cons, "%.0f", kf.consumer);
+    }
     printf(
         "pq_cpu_ns_per_call_plain=%.0f pq_cpu_ns_per_call_traced=%.0f "
         "pq_cpu_ns_per_call_delta=%.0f pq_delta_min=%.0f pq_delta_max=%.0f "
         "pq_consumer_ns_per_call=%s redis_cpu_ns_per_call_plain=%.0f "
         "redis_cpu_ns_per_call_traced=%.0f redis_cpu_ns_per_call_delta=%.0f redis_delta_min=%.0f "
-        "redis_delta_max=%.0f redis_consumer_ns_per_call=%s rounds=%d\n",
+        "redis_delta_max=%.0f redis_consumer_ns_per_call=%s kafka_cpu_ns_per_call_plain=%.0f "
+        "kafka_cpu_ns_per_call_traced=%.0f kafka_cpu_ns_per_call_delta=%.0f kafka_delta_min=%.0f "
+        "kafka_delta_max=%.0f kafka_consumer_ns_per_call=%s rounds=%d\n",
         pq.plain, pq.traced, pq.delta, pq.dmin, pq.dmax, pq_cons, rd.plain, rd.traced, rd.delta,
-        rd.dmin, rd.dmax, rd_cons, rounds);
+        rd.dmin, rd.dmax, rd_cons, kf.plain, kf.traced, kf.delta, kf.dmin, kf.dmax, kf_cons,
+        rounds);
     return 0;
 }

@@ -11,6 +11,8 @@ one JSON object per line, written whole and flushed, so that C tests can read it
   {"kind": "segment", "traceSegmentId": ..., "traceId": ..., "service": ...,
    "serviceInstance": ..., "operations": ["op0", "op1", ...], "spans": n,
    "refEndpoints": [parentEndpoint of each reference, span by span],
+   "refs": [{"traceId", "parentTraceSegmentId", "parentSpanId", "parentService"} of each
+            reference, span by span],
    "errors": [isError of each span], "logs": ["k=v k=v ..." of each log, span by span]}
   {"kind": "properties", "service": ..., "serviceInstance": ..., "properties": {k: v, ...}}
   {"kind": "ping", "service": ..., "serviceInstance": ...}
@@ -162,6 +164,9 @@ def build_servicers(args, recorder):
                     "operations": [s.operationName for s in seg.spans],
                     "spans": len(seg.spans),
                     "refEndpoints": [r.parentEndpoint for s in seg.spans for r in s.refs],
+                    "refs": [{"traceId": r.traceId, "parentTraceSegmentId": r.parentTraceSegmentId,
+                              "parentSpanId": r.parentSpanId, "parentService": r.parentService}
+                             for s in seg.spans for r in s.refs],
                     "errors": [s.isError for s in seg.spans],
                     "logs": [" ".join(f"{kv.key}={kv.value}" for kv in log.data)
                              for s in seg.spans for log in s.logs],

@@ -38,9 +38,9 @@ struct sw__symbolizer {
     frame_slot_t *frames; /* n_frames slots, a power of two */
     size_t n_frames;
     sw__symbol_modules_t mods;
-    demangle_fn demangle;          /* __cxa_demangle, or NULL until libstdc++ is seen */
-    unsigned long long dl_subs;    /* dlpi_subs when `frames` was last valid for addresses */
-    char exe[4096];                /* the main program's file (from /proc/self/exe) */
+    demangle_fn demangle;       /* __cxa_demangle, or NULL until libstdc++ is seen */
+    unsigned long long dl_subs; /* dlpi_subs when `frames` was last valid for addresses */
+    char exe[4096];             /* the main program's file (from /proc/self/exe) */
 };
 
 static uint64_t path_key(const char *path)
@@ -277,9 +277,9 @@ size_t sw__symbolizer_module_offset(sw__symbolizer_t *s, const char *module_path
         return clip(snprintf(out, cap, "0x%llx", (unsigned long long)offset), cap);
     }
     if (s == NULL) {
-        return clip(snprintf(out, cap, "%s+0x%llx", base_name(module_path),
-                             (unsigned long long)offset),
-                    cap);
+        return clip(
+            snprintf(out, cap, "%s+0x%llx", base_name(module_path), (unsigned long long)offset),
+            cap);
     }
     uint64_t key = path_key(module_path);
     char buf[512];

@@ -16,7 +16,8 @@
 #include <string>
 #include <vector>
 
-namespace {
+namespace
+{
 
 int fail(const std::string &what)
 {
@@ -24,7 +25,7 @@ int fail(const std::string &what)
     return 1;
 }
 
-}  // namespace
+} // namespace
 
 int main(int argc, char **argv)
 {
@@ -50,7 +51,7 @@ int main(int argc, char **argv)
             topic, RdKafka::Topic::PARTITION_UA, RdKafka::Producer::RK_MSG_COPY,
             const_cast<char *>(value.data()), value.size(), nullptr, 0, 0, headers, nullptr);
         if (e != RdKafka::ERR_NO_ERROR) {
-            delete headers;  // still ours on failure
+            delete headers; // still ours on failure
             return fail("produce: " + RdKafka::err2str(e));
         }
     }

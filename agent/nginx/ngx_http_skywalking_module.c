@@ -415,6 +415,9 @@ ngx_int_t ngx_http_sw_headers_strip(ngx_http_request_t *r, ngx_list_t *list)
         }
     }
     *list = copy;
+    if (copy.last == &copy.part) { /* the inline first part moved with the struct */
+        list->last = &list->part;
+    }
     return NGX_OK;
 }
 
@@ -453,7 +456,7 @@ static void ngx_http_sw_entry_describe(ngx_http_request_t *r, sw_span_ref_t entr
     (void)sw_span_ref_set_layer(entry, SW_LAYER_HTTP);
     (void)sw_span_ref_set_component(entry, NGX_SW_COMPONENT_NGINX);
     char *method = ngx_http_sw_cstr(r->pool, &r->method_name);
-    ngx_str_t host = r->headers_in.server;
+    ngx_str_t host = r->headers_in.host != NULL ? r->headers_in.host->value : r->headers_in.server;
     if (host.len == 0) {
         ngx_http_core_srv_conf_t *cscf = ngx_http_get_module_srv_conf(r, ngx_http_core_module);
         host = cscf->server_name;

@@ -103,7 +103,8 @@ def tag(span, key):
 
 class Backend:
     """A plain HTTP/1.1 server on loopback: 200 "ok" (503 for paths containing /fail). It
-    records (path, headers) of every request; the headers keys are lower case."""
+    records (path, headers) of every request; the headers keys are lower case (the last value
+    of a repeated header), and "count:<name>" counts the trace headers of each name."""
 
     def __init__(self):
         self.seen = []
@@ -114,9 +115,11 @@ class Backend:
             protocol_version = "HTTP/1.1"
 
             def do_GET(self):
+                h = {k.lower(): v for k, v in self.headers.items()}
+                for name in ("sw8", "traceparent", "tracestate", "sw8-correlation", "sw8-x"):
+                    h["count:" + name] = len(self.headers.get_all(name) or [])
                 with backend.lock:
-                    backend.seen.append((self.path, {k.lower(): v for k, v in
-                                                     self.headers.items()}))
+                    backend.seen.append((self.path, h))
                 status = 503 if "/fail" in self.path else 200
                 body = b"ok\n"
                 self.send_response(status)
@@ -194,7 +197,8 @@ class Nginx:
         for i, p in enumerate(self.ports):
             body = body.replace("{port%d}" % i, str(p))
         t = self.tmp
-        text = ("load_module %s;\n%sworker_processes %d;\nerror_log %s/error.log notice;\n"
+        # env: a binary upgrade (USR2) execs nginx with only the variables named so
+        text = ("load_module %s;\nenv LD_LIBRARY_PATH;\n%sworker_processes %d;\nerror_log %s/error.log notice;\n"
                 "pid %s;\nevents { worker_connections 1024; }\nhttp {\n"
                 "  access_log off;\n  client_body_temp_path %s/tmp; proxy_temp_path %s/tmp;\n"
                 "  fastcgi_temp_path %s/tmp; uwsgi_temp_path %s/tmp; scgi_temp_path %s/tmp;\n"

@@ -177,6 +177,8 @@ def case_spans():
     sw8 = decode_sw8(got[0][1]["sw8"])
     check(sw8["segment"] == s["traceSegmentId"] and sw8["trace"] == TRACE_IN,
           "the client's sw8 reached the backend instead of ours: %s" % sw8)
+    check(got[0][1]["count:sw8"] == 1, "%d sw8 headers reached the backend, not only ours" %
+          got[0][1]["count:sw8"])
 
     # the ref that joins nginx's exit span to pl_server's entry span
     s = by_url(mine, "/pl/x")[0]
@@ -315,8 +317,11 @@ def case_hostile():
             for t in sp["tags"]:
                 t["value"].encode("utf-8")  # json decoded it: valid UTF-8 on the wire
     for _, h in backend.seen:
-        if "sw8" in h:
-            decode_sw8(h["sw8"])  # every sw8 sent upstream is well formed
+        check(h["count:sw8"] == 1 and h["count:traceparent"] == 1 and
+              h["count:sw8-x"] <= 1 and h["count:sw8-correlation"] <= 1,
+              "the trace headers sent upstream are not exactly ours: %s" % h)
+        decode_sw8(h["sw8"])  # every sw8 sent upstream is well formed
+    print("hostile: %d requests answered, %d traced" % (answered, traced))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -356,9 +361,13 @@ def case_reload():
     tmp = tempfile.mkdtemp(prefix="sw-nginx-")
     seg_file = os.path.join(tmp, "nginx.bin")
     backend = Backend()
-    conf = ("server { listen 127.0.0.1:{port0}; skywalking on;\n"
+    # the settings in a file: a binary upgrade's new master does not see the environment
+    with open(os.path.join(tmp, "sw.conf"), "w") as f:
+        f.write("SW_REPORTER_FILE_PATH=%s\n" % seg_file)
+    conf = ("skywalking_config {tmp}/sw.conf;\n"
+            "server { listen 127.0.0.1:{port0}; skywalking on;\n"
             "  location / { proxy_pass http://127.0.0.1:%d; } }" % backend.port)
-    ngx = Nginx(conf, tmp=tmp, env={"SW_REPORTER_FILE_PATH": seg_file}).start()
+    ngx = Nginx(conf, tmp=tmp).start()
     load = Load(ngx.ports[0], "/load")
     try:
         for _ in range(3):

@@ -19,3 +19,10 @@ foreach(case config spans w3c hostile reload dead_collector)
   set_tests_properties(nginx_${case} PROPERTIES LABELS nginx TIMEOUT 300
                        ENVIRONMENT "${SW_NGINX_TEST_ENV}")
 endforeach()
+
+# The benchmark (tests/bench/nginx_bench.py: module on versus off, same run, wrk); ctest runs a
+# seconds-long smoke of it.
+add_test(NAME nginx_bench_smoke
+         COMMAND /usr/bin/python3 ${PROJECT_SOURCE_DIR}/tests/bench/nginx_bench.py --smoke)
+set_tests_properties(nginx_bench_smoke PROPERTIES LABELS "bench;nginx" TIMEOUT 300
+                     ENVIRONMENT "${SW_NGINX_TEST_ENV}")

@@ -95,6 +95,9 @@ SPANS_CONF = """
                        proxy_pass http://127.0.0.1:{backend}; }}
     location /var {{ return 200 "$sw8"; }}
     location /nopropagate/ {{ skywalking_propagate off; proxy_pass http://127.0.0.1:{backend}; }}
+    location /redir/ {{ rewrite ^/redir/(.*) /plain/$1 last; }}
+    location /auth/ {{ auth_request /_auth; proxy_pass http://127.0.0.1:{backend}; }}
+    location = /_auth {{ internal; proxy_pass http://127.0.0.1:{backend}/authcheck; }}
   }}
 """
 
@@ -124,6 +127,8 @@ def case_spans():
                 ("/plain/fail", {}),
                 ("/var", {}),
                 ("/nopropagate/e", {"sw8": "client-value"}),
+                ("/redir/f", {}),
+                ("/auth/g", {"sw8": encode_sw8(TRACE_IN, SEG_IN, 4)}),
         ]:
             results[path] = http_get(port, path, headers)
     finally:
@@ -137,7 +142,7 @@ def case_spans():
     tr = traces(seg_file, os.path.join(tmp, "pl.bin"))
     segs = segments(tr)
     mine = [s for s in segs if s["service"] == "edge"]
-    check(len(mine) == 8, "%d nginx segments, not 8 (one per traced request): %s" %
+    check(len(mine) == 10, "%d nginx segments, not 10 (one per traced request): %s" %
           (len(mine), [tag(entry_of(s), "url") for s in mine]))
 
     # /plain/users/17: entry + exit, tags, peers, component, and the sw8 the backend got
@@ -218,6 +223,23 @@ def case_spans():
     got = backend.requests("/nopropagate/e")
     check(got[0][1].get("sw8") == "client-value", "propagate off changed sw8: %s" % got)
 
+    # an internal redirect: one entry span (the first location's), the exit span after it
+    s = by_url(mine, "/redir/f")
+    check(len(s) == 1 and s[0]["spans"][0]["operationName"] == "/redir/" and
+          len(s[0]["spans"]) == 2 and s[0]["spans"][1]["spanType"] == "Exit",
+          "internal redirect: %s" % s)
+    # a subrequest (auth_request): its upstream attempt is an exit span of the main request's
+    # entry, and both upstream requests carry their own exit span's sw8, once
+    s = by_url(mine, "/auth/g")
+    check(len(s) == 1 and [sp["spanType"] for sp in s[0]["spans"]] == ["Entry", "Exit", "Exit"],
+          "auth_request: %s" % s)
+    for part, want in (("/authcheck", 1), ("/auth/g", 2)):
+        got = backend.requests(part)
+        check(len(got) == 1 and got[0][1]["count:sw8"] == 1, "%s: %s" % (part, got))
+        v = decode_sw8(got[0][1]["sw8"])
+        check(v["segment"] == s[0]["traceSegmentId"] and v["span"] == want and
+              v["trace"] == TRACE_IN, "%s carries sw8 %s, not exit span %d" % (part, v, want))
+
     # the access log's trace ids
     with open(os.path.join(tmp, "access.log")) as f:
         lines = [l.split() for l in f]
@@ -232,7 +254,7 @@ def case_spans():
         t = [t for t in tr if any(g["traceSegmentId"] == seg_id for g in t["segments"])]
         check(t[0]["traceId"] == trace_id, "%s: access log trace id %s" % (uri, trace_id))
     stats = ngx.worker_stats()
-    check(len(stats) == 2 and sum(w["reported"] for w in stats) == 8,
+    check(len(stats) == 2 and sum(w["reported"] for w in stats) == 10,
           "workers' counters: %s" % stats)
 
 

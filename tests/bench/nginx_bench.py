@@ -11,7 +11,8 @@ The agent writes its segments with the file reporter to /dev/null (encoding incl
 Prints per round and mode: requests/s and worker CPU microseconds per request; the last line
 holds the medians over the rounds:
   nginx_rps_on=.. nginx_rps_off=.. nginx_cpu_us_per_req_on=.. nginx_cpu_us_per_req_off=..
-  nginx_cpu_overhead_pct=..   (CPU per request, on versus off)
+  nginx_cpu_overhead_pct=..   (CPU per request, on versus off: the median of each round's
+                                paired ratio)
 
   nginx_bench.py [--rounds N] [--seconds S] [--connections C] [--smoke]
 Paths come from the environment (tests/nginx.cmake): SW_NGINX_MODULE, SW_AGENT_LIB_DIR.
@@ -55,8 +56,8 @@ def wrk(port, path, seconds, connections):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--seconds", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=15)
+    ap.add_argument("--seconds", type=int, default=2)
     ap.add_argument("--connections", type=int, default=16)
     ap.add_argument("--smoke", action="store_true", help="1 round of 1 s per mode")
     a = ap.parse_args()
@@ -89,7 +90,11 @@ def main():
         backend.stop()
     med = {m: (statistics.median(r for r, _ in v), statistics.median(u for _, u in v))
            for m, v in res.items()}
-    overhead = (med["on"][1] / med["off"][1] - 1.0) * 100.0 if med["off"][1] > 0 else 0.0
+    # each round's on/off pair ran back to back: the median of the paired ratios follows the
+    # module, the ratio of the medians would also follow the machine's load drifting between
+    # rounds
+    ratios = [on[1] / off[1] for on, off in zip(res["on"], res["off"]) if off[1] > 0]
+    overhead = (statistics.median(ratios) - 1.0) * 100.0 if ratios else 0.0
     print("nginx_rps_on=%.0f nginx_rps_off=%.0f nginx_cpu_us_per_req_on=%.2f "
           "nginx_cpu_us_per_req_off=%.2f nginx_cpu_overhead_pct=%.1f" %
           (med["on"][0], med["off"][0], med["on"][1], med["off"][1], overhead))

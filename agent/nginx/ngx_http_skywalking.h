@@ -62,7 +62,7 @@ typedef struct {
     ngx_event_set_peer_session_pt set_session;
     ngx_event_save_peer_session_pt save_session;
 #endif
-    sw_span_ref_t exit;    /* the current attempt's exit span */
+    sw_span_ref_t exit; /* the current attempt's exit span */
     unsigned exit_open : 1;
     unsigned own_list : 1; /* request->headers_in.headers no longer shares memory with the
                               main request's (a subrequest starts with a copy) */
@@ -76,10 +76,10 @@ typedef struct {
 struct ngx_http_sw_ctx_s {
     ngx_http_request_t *request; /* the main request */
     sw_span_ref_t entry;
-    char *operation;         /* the entry's operation, also the exit spans' */
-    sw_span_ref_t var_exit;  /* the exit span $sw8 made outside an upstream attempt */
-    ngx_array_t upstreams;   /* ngx_http_sw_upstream_t *; elts NULL until the first */
-    ngx_str_t trace_id;      /* filled by the first $sw_trace_id / $sw_segment_id */
+    char *operation;        /* the entry's operation, also the exit spans' */
+    sw_span_ref_t var_exit; /* the exit span $sw8 made outside an upstream attempt */
+    ngx_array_t upstreams;  /* ngx_http_sw_upstream_t *; elts NULL until the first */
+    ngx_str_t trace_id;     /* filled by the first $sw_trace_id / $sw_segment_id */
     ngx_str_t segment_id;
     unsigned entry_open : 1; /* `entry` has begun and not ended */
     unsigned var_open : 1;   /* `var_exit` has begun and not ended */

@@ -28,11 +28,12 @@ static ngx_int_t ngx_http_sw_init_process(ngx_cycle_t *cycle);
 static void ngx_http_sw_exit_process(ngx_cycle_t *cycle);
 
 static ngx_command_t ngx_http_sw_commands[] = {
-    {ngx_string("skywalking"), NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_FLAG,
-     ngx_http_sw_enable, NGX_HTTP_LOC_CONF_OFFSET, offsetof(ngx_http_sw_loc_conf_t, enable), NULL},
+    {ngx_string("skywalking"),
+     NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_FLAG, ngx_http_sw_enable,
+     NGX_HTTP_LOC_CONF_OFFSET, offsetof(ngx_http_sw_loc_conf_t, enable), NULL},
 
-    {ngx_string("skywalking_service_name"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_http_sw_service,
-     NGX_HTTP_MAIN_CONF_OFFSET, 0, NULL},
+    {ngx_string("skywalking_service_name"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1,
+     ngx_http_sw_service, NGX_HTTP_MAIN_CONF_OFFSET, 0, NULL},
 
     {ngx_string("skywalking_config"), NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1, ngx_http_sw_config,
      NGX_HTTP_MAIN_CONF_OFFSET, 0, NULL},
@@ -68,13 +69,13 @@ ngx_module_t ngx_http_skywalking_module = {NGX_MODULE_V1,
                                            &ngx_http_sw_module_ctx,
                                            ngx_http_sw_commands,
                                            NGX_HTTP_MODULE,
-                                           NULL,                      /* init master */
-                                           NULL,                      /* init module */
-                                           ngx_http_sw_init_process,  /* init process */
-                                           NULL,                      /* init thread */
-                                           NULL,                      /* exit thread */
-                                           ngx_http_sw_exit_process,  /* exit process */
-                                           NULL,                      /* exit master */
+                                           NULL,                     /* init master */
+                                           NULL,                     /* init module */
+                                           ngx_http_sw_init_process, /* init process */
+                                           NULL,                     /* init thread */
+                                           NULL,                     /* exit thread */
+                                           ngx_http_sw_exit_process, /* exit process */
+                                           NULL,                     /* exit master */
                                            NGX_MODULE_V1_PADDING};
 
 const ngx_str_t ngx_http_sw_header_names[NGX_SW_HEADERS] = {
@@ -287,7 +288,8 @@ static char *ngx_http_sw_init_main_conf(ngx_conf_t *cf, void *conf)
     }
     if (smcf->service.data != NULL) {
         char *name = ngx_http_sw_cstr(cf->temp_pool, &smcf->service);
-        if (name == NULL || sw_config_set(smcf->agent, "SW_AGENT_NAME", name, msg, sizeof msg) != SW_OK) {
+        if (name == NULL ||
+            sw_config_set(smcf->agent, "SW_AGENT_NAME", name, msg, sizeof msg) != SW_OK) {
             return NGX_CONF_ERROR; /* checked by the directive already */
         }
     } else if (getenv("SW_AGENT_NAME") == NULL && smcf->agent->service_name[0] == '\0') {
@@ -581,7 +583,8 @@ static ngx_int_t ngx_http_sw_init(ngx_conf_t *cf)
         return NGX_ERROR;
     }
     *h = ngx_http_sw_log_handler;
-    ngx_http_sw_main_conf_t *smcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_skywalking_module);
+    ngx_http_sw_main_conf_t *smcf =
+        ngx_http_conf_get_module_main_conf(cf, ngx_http_skywalking_module);
     return smcf->used ? ngx_http_sw_upstream_wrap(cf, smcf) : NGX_OK;
 }
 
@@ -676,8 +679,8 @@ static ngx_int_t ngx_http_sw_variable(ngx_http_request_t *r, ngx_http_variable_v
 }
 
 static ngx_http_variable_t ngx_http_sw_vars[] = {
-    {ngx_string("sw_trace_id"), NULL, ngx_http_sw_variable, VAR_TRACE_ID,
-     NGX_HTTP_VAR_NOCACHEABLE, 0},
+    {ngx_string("sw_trace_id"), NULL, ngx_http_sw_variable, VAR_TRACE_ID, NGX_HTTP_VAR_NOCACHEABLE,
+     0},
     {ngx_string("sw_segment_id"), NULL, ngx_http_sw_variable, VAR_SEGMENT_ID,
      NGX_HTTP_VAR_NOCACHEABLE, 0},
     {ngx_string("sw_span_id"), NULL, ngx_http_sw_variable, VAR_SPAN_ID, NGX_HTTP_VAR_NOCACHEABLE,

@@ -92,8 +92,8 @@ static ngx_int_t ngx_http_sw_inject(ngx_http_sw_upstream_t *up, ngx_http_upstrea
     char sw8[SW_SW8_MAX], corr[SW_CORRELATION_HEADER_MAX], x[SW_SW8_X_MAX];
     char tp[SW_TRACEPARENT_MAX], ts[SW_TRACESTATE_MAX];
     const char *values[NGX_SW_HEADERS] = {NULL, NULL, NULL, NULL, NULL};
-    if (with_sw8 && sw_span_ref_inject(up->exit, sw8, sizeof sw8, corr, sizeof corr, x,
-                                       sizeof x) == SW_OK) {
+    if (with_sw8 &&
+        sw_span_ref_inject(up->exit, sw8, sizeof sw8, corr, sizeof corr, x, sizeof x) == SW_OK) {
         values[0] = sw8;
         values[1] = corr[0] != '\0' ? corr : NULL;
         values[2] = x[0] != '\0' ? x : NULL;

@@ -11,6 +11,8 @@
  */
 #include "ngx_http_skywalking.h"
 
+#include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -312,7 +314,16 @@ static ngx_int_t ngx_http_sw_init_process(ngx_cycle_t *cycle)
     if (smcf == NULL || !smcf->used || smcf->agent == NULL) {
         return NGX_OK;
     }
+    /* The agent's threads start with every signal blocked (they inherit this thread's mask),
+       so that a signal sent to the worker (SIGQUIT, SIGHUP, SIGUSR1, ...) reaches nginx's
+       own thread and interrupts its event loop at once. */
+    sigset_t all, old;
+    sigfillset(&all);
+    int masked = pthread_sigmask(SIG_BLOCK, &all, &old) == 0;
     int rc = sw_init(smcf->agent);
+    if (masked) {
+        (void)pthread_sigmask(SIG_SETMASK, &old, NULL);
+    }
     if (rc != SW_OK) {
         /* the agent logged why (to stderr: the error log); nginx serves untraced */
         ngx_log_error(NGX_LOG_ERR, cycle->log, 0,

@@ -362,6 +362,24 @@ def case_hostile():
 
 # ---------------------------------------------------------------------------------------------
 
+def check_threads(ngx):
+    """The master runs no agent (one thread); each worker's other threads (the agent's) block
+    the signals nginx uses, so that those reach nginx's own thread."""
+    with open("/proc/%d/status" % ngx.master) as f:
+        threads = [l for l in f if l.startswith("Threads:")][0].split()[1]
+    check(threads == "1", "nginx's master runs %s threads: an agent started there" % threads)
+    for pid in ngx.worker_pids():
+        tids = [int(t) for t in os.listdir("/proc/%d/task" % pid) if int(t) != pid]
+        check(tids, "worker %d runs no agent thread" % pid)
+        for tid in tids:
+            with open("/proc/%d/task/%d/status" % (pid, tid)) as f:
+                blk = int([l for l in f if l.startswith("SigBlk:")][0].split()[1], 16)
+            for sig in (signal.SIGHUP, signal.SIGQUIT, signal.SIGTERM, signal.SIGUSR1,
+                        signal.SIGWINCH, signal.SIGCHLD):
+                check(blk & (1 << (sig - 1)), "thread %d of worker %d does not block %s" %
+                      (tid, pid, sig.name))
+
+
 class Load:
     """Threads sending GETs on new connections until stopped; counts answers by status."""
 
@@ -410,6 +428,14 @@ def case_reload():
             n = load.ok
             wait_for("requests between reloads", lambda: load.ok >= n + 100)
             ngx.reload()
+        # a worker that exits on its own (here: told to, gracefully) is respawned with an agent
+        n = load.ok
+        wait_for("requests before a worker quits", lambda: load.ok >= n + 100)
+        victim = ngx.worker_pids()[0]
+        os.kill(victim, signal.SIGQUIT)
+        wait_for("the master to respawn worker %d" % victim, lambda: victim not in
+                 ngx.worker_pids() and len(ngx.worker_pids()) == ngx.workers)
+        check_threads(ngx)
         # binary upgrade: USR2 starts a new master from the same binary; the old one quits
         n = load.ok
         wait_for("requests before the upgrade", lambda: load.ok >= n + 100)
@@ -436,7 +462,7 @@ def case_reload():
     check(len(set(ids)) == len(ids), "a segment was sent twice")
     check(len(segs) == load.ok, "%d segments for %d requests answered" % (len(segs), load.ok))
     stats = ngx.worker_stats()
-    check(len(stats) >= 2 * 5, "%d workers logged their counters, not >= 10" % len(stats))
+    check(len(stats) >= 2 * 5 + 1, "%d workers logged their counters, not >= 11" % len(stats))
     for w in stats:
         check(w["finished"] == w["reported"] and w["dropped"] == 0 and w["failed"] == 0 and
               w["open"] == 0, "a worker's accounting is not exact: %s" % w)

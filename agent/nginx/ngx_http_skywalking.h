@@ -106,6 +106,10 @@ void ngx_http_sw_upstream_finish(ngx_http_sw_ctx_t *ctx);
 /* The open exit span of r's current upstream attempt, or NULL. */
 sw_span_ref_t *ngx_http_sw_upstream_current(ngx_http_sw_ctx_t *ctx, ngx_http_request_t *r);
 
+/* True while r's upstream request is built before its first attempt, for an upstream whose
+   attempts the module wraps: the attempt rebuilds it with its own exit span. */
+ngx_int_t ngx_http_sw_upstream_pending(ngx_http_request_t *r);
+
 /* True when `name` (any case) is one of ngx_http_sw_header_names. */
 ngx_int_t ngx_http_sw_is_propagation(const ngx_str_t *name);
 

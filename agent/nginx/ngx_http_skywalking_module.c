@@ -633,6 +633,10 @@ static ngx_int_t ngx_http_sw_var_sw8(ngx_http_request_t *r, ngx_http_sw_ctx_t *c
                                      ngx_http_variable_value_t *v)
 {
     sw_span_ref_t *span = ngx_http_sw_upstream_current(ctx, r);
+    if (span == NULL && ngx_http_sw_upstream_pending(r)) {
+        v->not_found = 1; /* proxy_set_header sw8 $sw8: the attempt sets it again */
+        return NGX_OK;
+    }
     if (span == NULL && ctx->entry_open) {
         if (!ctx->var_open) {
             (void)sw_span_ref_begin_exit(ctx->entry, ctx->operation, "", &ctx->var_exit);

@@ -267,6 +267,13 @@ static ngx_int_t ngx_http_sw_peer_init(ngx_http_request_t *r, ngx_http_upstream_
     return NGX_OK;
 }
 
+ngx_int_t ngx_http_sw_upstream_pending(ngx_http_request_t *r)
+{
+    ngx_http_upstream_t *u = r->upstream;
+    return u != NULL && u->peer.get == NULL && u->resolved == NULL && u->conf != NULL &&
+           u->conf->upstream != NULL && u->conf->upstream->peer.init == ngx_http_sw_peer_init;
+}
+
 sw_span_ref_t *ngx_http_sw_upstream_current(ngx_http_sw_ctx_t *ctx, ngx_http_request_t *r)
 {
     ngx_http_sw_upstream_t **up = ctx->upstreams.elts;

@@ -98,6 +98,7 @@ SPANS_CONF = """
     location /nopropagate/ {{ skywalking_propagate off; proxy_pass http://127.0.0.1:{backend}; }}
     location /keep/ {{ proxy_pass http://kept; proxy_http_version 1.1;
                       proxy_set_header Connection ""; }}
+    location /setvar/ {{ proxy_set_header sw8 $sw8; proxy_pass http://127.0.0.1:{backend}; }}
     location /redir/ {{ rewrite ^/redir/(.*) /plain/$1 last; }}
     location /auth/ {{ auth_request /_auth; proxy_pass http://127.0.0.1:{backend}; }}
     location = /_auth {{ internal; proxy_pass http://127.0.0.1:{backend}/authcheck; }}
@@ -133,6 +134,7 @@ def case_spans():
                 ("/redir/f", {}),
                 ("/keep/1", {}),
                 ("/keep/2", {}),
+                ("/setvar/h", {"sw8": "client-value"}),
                 ("/auth/g", {"sw8": encode_sw8(TRACE_IN, SEG_IN, 4)}),
         ]:
             results[path] = http_get(port, path, headers)
@@ -147,7 +149,7 @@ def case_spans():
     tr = traces(seg_file, os.path.join(tmp, "pl.bin"))
     segs = segments(tr)
     mine = [s for s in segs if s["service"] == "edge"]
-    check(len(mine) == 12, "%d nginx segments, not 12 (one per traced request): %s" %
+    check(len(mine) == 13, "%d nginx segments, not 13 (one per traced request): %s" %
           (len(mine), [tag(entry_of(s), "url") for s in mine]))
 
     # /plain/users/17: entry + exit, tags, peers, component, and the sw8 the backend got
@@ -254,6 +256,13 @@ def case_spans():
         check(len(s["spans"]) == 2 and v["segment"] == s["traceSegmentId"] and v["span"] == 1,
               "%s over a kept connection: sw8 %s, spans %s" % (path, v, s["spans"]))
 
+    # proxy_set_header sw8 $sw8 on a traced upstream: the attempt's exit span, no other span
+    s = by_url(mine, "/setvar/h")[0]
+    got = backend.requests("/setvar/h")
+    v = decode_sw8(got[0][1]["sw8"])
+    check(len(s["spans"]) == 2 and got[0][1]["count:sw8"] == 1 and v["span"] == 1 and
+          v["segment"] == s["traceSegmentId"], "proxy_set_header sw8 $sw8: %s, %s" % (v, s))
+
     # the access log's trace ids
     with open(os.path.join(tmp, "access.log")) as f:
         lines = [l.split() for l in f]
@@ -268,7 +277,7 @@ def case_spans():
         t = [t for t in tr if any(g["traceSegmentId"] == seg_id for g in t["segments"])]
         check(t[0]["traceId"] == trace_id, "%s: access log trace id %s" % (uri, trace_id))
     stats = ngx.worker_stats()
-    check(len(stats) == 2 and sum(w["reported"] for w in stats) == 12,
+    check(len(stats) == 2 and sum(w["reported"] for w in stats) == 13,
           "workers' counters: %s" % stats)
 
 

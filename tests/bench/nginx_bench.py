@@ -2,15 +2,17 @@
 """nginx_bench: what ngx_http_skywalking_module costs nginx.
 
 One nginx (a master, 2 workers, the module loaded) proxies a small response from a second
-nginx (the backend: no `skywalking on`, so no agent). Its location /on/ has `skywalking on`, /off/ has
-`skywalking off`; both proxy the same backend. wrk drives /on/ and /off/ in turns (the order
-alternates each round), in the same run; for each turn the CPU time of the front nginx's
+nginx (the backend: no `skywalking on`, so no agent). Its location /on/ has `skywalking on`,
+/np/ `skywalking on` with `skywalking_propagate off` (spans, no headers: no second build of the
+upstream request), /off/ `skywalking off`; all proxy the same backend. wrk drives the three
+in turns (the order alternates each round), in the same run; for each turn the CPU time of the front nginx's
 workers (utime + stime from /proc, all threads: the agent's too) is read before and after.
 The agent writes its segments with the file reporter to /dev/null (encoding included).
 
 Prints per round and mode: requests/s and worker CPU microseconds per request; the last line
 holds the medians over the rounds:
-  nginx_rps_on=.. nginx_rps_off=.. nginx_cpu_us_per_req_on=.. nginx_cpu_us_per_req_off=..
+  nginx_rps_on=.. nginx_rps_off=.. nginx_cpu_us_per_req_on=.. nginx_cpu_us_per_req_nopropagate=..
+  nginx_cpu_us_per_req_off=.. nginx_cpu_headers_pct=.. (on versus np)
   nginx_cpu_overhead_pct=..   (CPU per request, on versus off: the median of each round's
                                 paired ratio)
 
@@ -67,16 +69,18 @@ def main():
                     "  location / { return 200 \"ok\\n\"; } }", workers=1).start()
     front = Nginx("server { listen 127.0.0.1:{port0}; access_log off;\n"
                   "  location /on/ { skywalking on; proxy_pass http://127.0.0.1:%d; }\n"
+                  "  location /np/ { skywalking on; skywalking_propagate off;\n"
+                  "                  proxy_pass http://127.0.0.1:%d; }\n"
                   "  location /off/ { skywalking off; proxy_pass http://127.0.0.1:%d; } }"
-                  % (backend.ports[0], backend.ports[0]),
+                  % (backend.ports[0], backend.ports[0], backend.ports[0]),
                   env={"SW_REPORTER_FILE_PATH": "/dev/null"}).start()
-    res = {"on": [], "off": []}
+    res = {"on": [], "np": [], "off": []}
     try:
         port = front.ports[0]
         wrk(port, "/off/", 1, a.connections)  # warm up both paths
         wrk(port, "/on/", 1, a.connections)
         for rnd in range(a.rounds):
-            for mode in (("on", "off") if rnd % 2 == 0 else ("off", "on")):
+            for mode in (("on", "np", "off") if rnd % 2 == 0 else ("off", "np", "on")):
                 pids = front.worker_pids()
                 t0 = cpu_ticks(pids)
                 n, rps = wrk(port, "/%s/" % mode, a.seconds, a.connections)
@@ -93,11 +97,16 @@ def main():
     # each round's on/off pair ran back to back: the median of the paired ratios follows the
     # module, the ratio of the medians would also follow the machine's load drifting between
     # rounds
-    ratios = [on[1] / off[1] for on, off in zip(res["on"], res["off"]) if off[1] > 0]
-    overhead = (statistics.median(ratios) - 1.0) * 100.0 if ratios else 0.0
+    def paired_pct(a, b):
+        ratios = [x[1] / y[1] for x, y in zip(res[a], res[b]) if y[1] > 0]
+        return (statistics.median(ratios) - 1.0) * 100.0 if ratios else 0.0
+    overhead = paired_pct("on", "off")
+    headers = paired_pct("on", "np")
     print("nginx_rps_on=%.0f nginx_rps_off=%.0f nginx_cpu_us_per_req_on=%.2f "
-          "nginx_cpu_us_per_req_off=%.2f nginx_cpu_overhead_pct=%.1f" %
-          (med["on"][0], med["off"][0], med["on"][1], med["off"][1], overhead))
+          "nginx_cpu_us_per_req_nopropagate=%.2f nginx_cpu_us_per_req_off=%.2f "
+          "nginx_cpu_headers_pct=%.1f nginx_cpu_overhead_pct=%.1f" %
+          (med["on"][0], med["off"][0], med["on"][1], med["np"][1], med["off"][1], headers,
+           overhead))
 
 
 if __name__ == "__main__":

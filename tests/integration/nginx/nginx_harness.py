@@ -9,6 +9,7 @@ pl_server under libskywalking-preload.so. traces() reads segment files with swtr
 Paths come from the environment ctest sets (see tests/nginx.cmake): SW_NGINX_MODULE,
 SW_AGENT_LIB_DIR, SW_SWTRACE, SW_PL_SERVER, SW_PRELOAD_LIB.
 """
+import atexit
 import base64
 import http.server
 import json
@@ -23,6 +24,18 @@ import time
 
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
 WAIT_S = 60.0  # generous: the machine may be loaded
+
+
+_made = []
+
+
+def tmpdir():
+    """A temporary directory, removed when this process exits."""
+    d = tempfile.mkdtemp(prefix="sw-nginx-")
+    if not _made:
+        atexit.register(lambda: [shutil.rmtree(x, ignore_errors=True) for x in _made])
+    _made.append(d)
+    return d
 
 
 def fail(msg):
@@ -178,7 +191,7 @@ class Nginx:
     `env` adds to the environment of the master (the agent's settings)."""
 
     def __init__(self, http, env=None, nports=1, workers=2, tmp=None):
-        self.tmp = tmp or tempfile.mkdtemp(prefix="sw-nginx-")
+        self.tmp = tmp or tmpdir()
         self.http = http
         self.env = dict(os.environ)
         self.env["LD_LIBRARY_PATH"] = os.environ["SW_AGENT_LIB_DIR"]

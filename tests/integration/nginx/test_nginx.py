@@ -17,13 +17,12 @@ each case as its own ctest entry): test_nginx.py CASE.
 import os
 import signal
 import sys
-import tempfile
 import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from nginx_harness import (Backend, Nginx, PlServer, decode_sw8, encode_sw8, fail, http_get,
-                           raw_request, segments, tag, traces, wait_for)
+                           raw_request, segments, tag, tmpdir, traces, wait_for)
 
 TRACE_IN = "a1b2c3d4e5f60718293a4b5c6d7e8f90.1.1"
 SEG_IN = "a1b2c3d4e5f60718293a4b5c6d7e8f90.1.2"
@@ -107,7 +106,7 @@ SPANS_CONF = """
 
 
 def case_spans():
-    tmp = tempfile.mkdtemp(prefix="sw-nginx-")
+    tmp = tmpdir()
     seg_file = os.path.join(tmp, "nginx.bin")
     with open(os.path.join(tmp, "sw.conf"), "w") as f:
         f.write("# the agent's settings, from skywalking_config\nSW_REPORTER_FILE_PATH=%s\n"
@@ -284,7 +283,7 @@ def case_spans():
 # ---------------------------------------------------------------------------------------------
 
 def case_w3c():
-    tmp = tempfile.mkdtemp(prefix="sw-nginx-")
+    tmp = tmpdir()
     seg_file = os.path.join(tmp, "nginx.bin")
     backend = Backend()
     conf = ("server { listen 127.0.0.1:{port0}; skywalking on;\n"
@@ -310,7 +309,7 @@ def case_w3c():
 # ---------------------------------------------------------------------------------------------
 
 def case_hostile():
-    tmp = tempfile.mkdtemp(prefix="sw-nginx-")
+    tmp = tmpdir()
     seg_file = os.path.join(tmp, "nginx.bin")
     backend = Backend()
     conf = ("large_client_header_buffers 4 16k;\n"
@@ -421,7 +420,7 @@ class Load:
 
 
 def case_reload():
-    tmp = tempfile.mkdtemp(prefix="sw-nginx-")
+    tmp = tmpdir()
     seg_file = os.path.join(tmp, "nginx.bin")
     backend = Backend()
     # the settings in a file: a binary upgrade's new master does not see the environment
@@ -492,7 +491,7 @@ def rss_kb(pid):
 
 def case_dead_collector():
     from nginx_harness import closed_port
-    tmp = tempfile.mkdtemp(prefix="sw-nginx-")
+    tmp = tmpdir()
     backend = Backend()
     conf = ("server { listen 127.0.0.1:{port0}; skywalking on;\n"
             "  location /on/ { proxy_pass http://127.0.0.1:%d; }\n"
@@ -501,7 +500,10 @@ def case_dead_collector():
     ngx = Nginx(conf, tmp=tmp, env={"SW_REPORTER": "grpc",
                                     "SW_AGENT_COLLECTOR_BACKEND_SERVICES":
                                     "127.0.0.1:%d" % closed_port(),
-                                    "SW_AGENT_GRPC_TIMEOUT_MS": "1000"}).start()
+                                    "SW_AGENT_GRPC_TIMEOUT_MS": "1000",
+                                    # small buffers: full after the first burst
+                                    "SW_BUFFER_CHANNEL_SIZE": "1",
+                                    "SW_BUFFER_BUFFER_SIZE": "128"}).start()
     port = ngx.ports[0]
     lat = {"on": [], "off": []}
     try:
@@ -512,7 +514,7 @@ def case_dead_collector():
                     st, _ = http_get(port, "/%s/%d" % (kind, i))
                     lat[kind].append(time.monotonic() - t0)
                     check(st == 200, "status %d with a dead collector" % st)
-        burst(1500)  # the agent's buffers fill and stay full from here
+        burst(1000)  # the agent's buffers fill and stay full from here
         before = sum(rss_kb(p) for p in ngx.worker_pids())
         burst(1500)
         after = sum(rss_kb(p) for p in ngx.worker_pids())
@@ -524,6 +526,11 @@ def case_dead_collector():
     ngx.check_no_crash()
     check(after - before < 4096, "worker RSS grew by %d KiB over 1500 traced requests" %
           (after - before))
+    stats = ngx.worker_stats()
+    check(len(stats) == 2, "workers' counters: %s" % stats)
+    for w in stats:
+        check(w["reported"] == 0 and w["finished"] == w["dropped"] + w["failed"] and
+              w["open"] == 0, "a worker's accounting with a dead collector: %s" % w)
     med = {k: sorted(v)[len(v) // 2] for k, v in lat.items()}
     check(med["on"] < med["off"] * 2 + 0.002, "median latency %.2f ms traced, %.2f ms not" %
           (med["on"] * 1e3, med["off"] * 1e3))

@@ -8,6 +8,7 @@ each case as its own ctest entry): test_nginx.py CASE.
             sw8, the access log's trace ids, failover (one dead server: two exit spans),
             `skywalking off`, skywalking_ignore, skywalking_operation_name, $sw8
   w3c       incoming traceparent continued; traceparent and sw8 sent upstream
+  grpc      grpc_pass to a real gRPC server: exit span, sw8 in the call's metadata
   hostile   malformed, oversized, invalid-UTF-8 sw8 / traceparent headers and request lines:
             every request answered, no worker crashes, the spans stay valid
   reload    exact accounting across `nginx -s reload` and a binary upgrade (USR2) under load
@@ -304,6 +305,53 @@ def case_w3c():
     h = backend.requests("/w3c")[0][1]
     check(h.get("traceparent", "").startswith("00-%s-" % tid), "traceparent sent: %s" % h)
     check(decode_sw8(h["sw8"])["trace"] == tid, "sw8 sent: %s" % h.get("sw8"))
+
+
+# ---------------------------------------------------------------------------------------------
+
+def case_grpc():
+    """grpc_pass to a real gRPC server (grpcio, a generic handler that records the metadata of
+    each call): the exit span, and the sw8 the call carries as metadata."""
+    import grpc
+    from concurrent import futures
+    seen = []
+
+    class Handler(grpc.GenericRpcHandler):
+        def service(self, details):
+            seen.append((details.method, list(details.invocation_metadata)))
+            return grpc.unary_unary_rpc_method_handler(lambda req, ctx: b"pong:" + req)
+
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    server.add_generic_rpc_handlers((Handler(),))
+    gport = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    tmp = tmpdir()
+    seg_file = os.path.join(tmp, "nginx.bin")
+    conf = ("server { listen 127.0.0.1:{port0} http2; skywalking on;\n"
+            "  location / { grpc_pass grpc://127.0.0.1:%d; } }" % gport)
+    ngx = Nginx(conf, tmp=tmp, env={"SW_REPORTER_FILE_PATH": seg_file}).start()
+    try:
+        with grpc.insecure_channel("127.0.0.1:%d" % ngx.ports[0]) as ch:
+            call = ch.unary_unary("/test.Echo/Ping")
+            for i in range(2):
+                out = call(b"ping%d" % i, timeout=30, metadata=[("sw8", "client-value")])
+                check(out == b"pong:ping%d" % i, "gRPC answer through nginx: %r" % out)
+    finally:
+        ngx.stop()
+        server.stop(5)
+    ngx.check_no_crash()
+    segs = segments(traces(seg_file))
+    check(len(segs) == 2, "%d segments for 2 gRPC calls" % len(segs))
+    for (method, md), seg in zip(seen, sorted(segs, key=lambda g: g["spans"][0]["startTime"])):
+        e, x = seg["spans"]
+        check(e["spanType"] == "Entry" and x["spanType"] == "Exit" and
+              x["peer"] == "127.0.0.1:%d" % gport and not x["isError"] and
+              tag(x, "http.status_code") == "200", "grpc_pass spans: %s" % seg["spans"])
+        sw8 = [v for k, v in md if k == "sw8"]
+        check(method == "/test.Echo/Ping" and len(sw8) == 1, "metadata of %s: %s" % (method, md))
+        v = decode_sw8(sw8[0])
+        check(v["segment"] == seg["traceSegmentId"] and v["span"] == x["spanId"],
+              "the gRPC call's sw8 does not name its exit span: %s" % v)
 
 
 # ---------------------------------------------------------------------------------------------

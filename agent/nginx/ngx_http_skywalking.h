@@ -117,6 +117,9 @@ ngx_int_t ngx_http_sw_is_propagation(const ngx_str_t *name);
    headers. Returns NGX_OK or NGX_ERROR (no memory; the list is then unchanged). */
 ngx_int_t ngx_http_sw_headers_strip(ngx_http_request_t *r, ngx_list_t *list);
 
+/* Registers the $sw_* variables (preconfiguration). Returns NGX_OK or NGX_ERROR. */
+ngx_int_t ngx_http_sw_add_variables(ngx_conf_t *cf);
+
 /* Copies s into a NUL-terminated string of r's pool; NULL on no memory. */
 char *ngx_http_sw_cstr(ngx_pool_t *pool, const ngx_str_t *s);
 

@@ -18,9 +18,15 @@
 
 #include <skywalking.h>
 
-/* Component id of nginx in SkyWalking's component-libraries.yml (the OAP treats it as a
-   gateway); skywalking-nginx-lua uses the same. */
+/* Component ids of SkyWalking's component-libraries.yml. Entry spans are Nginx (the OAP treats
+   it as a gateway; skywalking-nginx-lua uses the same). Exit spans are not: the OAP's
+   noUpstreamRealAddressAgents (6000, 9000) keeps exit spans of those components out of the
+   client-side instance relations, for agents that cannot see the upstream's real address,
+   while this module names the very server of each attempt. */
 #define NGX_SW_COMPONENT_NGINX 6000
+#define NGX_SW_COMPONENT_HTTP  49 /* exits: proxy_pass, fastcgi_pass, uwsgi_pass, scgi_pass, $sw8 \
+                                   */
+#define NGX_SW_COMPONENT_GRPC 23  /* exits: grpc_pass */
 
 /* The propagation headers the module reads on entry and writes to upstreams. */
 #define NGX_SW_HEADERS 5

@@ -143,9 +143,12 @@ static ngx_int_t ngx_http_sw_peer_get(ngx_peer_connection_t *pc, void *data)
                                  &up->exit);
     up->exit_open = 1;
     (void)sw_span_ref_set_layer(up->exit, SW_LAYER_HTTP);
-    (void)sw_span_ref_set_component(up->exit, NGX_SW_COMPONENT_NGINX);
+    ngx_http_upstream_t *u = upstream_of(pc);
+    ngx_uint_t grpc = u->conf != NULL && u->conf->module.len == 4 &&
+                      ngx_strncmp(u->conf->module.data, "grpc", 4) == 0;
+    (void)sw_span_ref_set_component(up->exit, grpc ? NGX_SW_COMPONENT_GRPC : NGX_SW_COMPONENT_HTTP);
     if (up->ctx->propagate && up->ctx->recorded) {
-        if (ngx_http_sw_inject(up, upstream_of(pc)) == NGX_ERROR) {
+        if (ngx_http_sw_inject(up, u) == NGX_ERROR) {
             ngx_log_error(NGX_LOG_ERR, pc->log, 0,
                           "skywalking: cannot add the trace headers to the upstream request");
             return NGX_ERROR;

@@ -45,7 +45,7 @@ static ngx_int_t ngx_http_sw_var_sw8(ngx_http_request_t *r, ngx_http_sw_ctx_t *c
         if (!ctx->var_open) {
             (void)sw_span_ref_begin_exit(ctx->entry, ctx->operation, "", &ctx->var_exit);
             (void)sw_span_ref_set_layer(ctx->var_exit, SW_LAYER_HTTP);
-            (void)sw_span_ref_set_component(ctx->var_exit, NGX_SW_COMPONENT_NGINX);
+            (void)sw_span_ref_set_component(ctx->var_exit, NGX_SW_COMPONENT_HTTP);
             ctx->var_open = 1;
         }
         span = &ctx->var_exit;

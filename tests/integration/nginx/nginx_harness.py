@@ -256,11 +256,12 @@ class Nginx:
         return self.children(master or self.master)
 
     def reload(self):
-        """nginx -s reload (SIGHUP); waits until the master runs a new set of workers."""
+        """nginx -s reload (SIGHUP); waits until the master runs a new set of workers and the
+        old ones have finished their requests and exited."""
         old = set(self.worker_pids())
         os.kill(self.master, signal.SIGHUP)
-        wait_for("new workers after a reload", lambda: len(
-            [p for p in self.worker_pids() if p not in old]) >= self.workers)
+        wait_for("new workers after a reload, the old ones gone", lambda: (
+            lambda now: len(now) == self.workers and not (set(now) & old))(self.worker_pids()))
 
     def stop(self):
         """Graceful stop (SIGQUIT); waits for the master to exit."""

@@ -24,9 +24,10 @@
    client-side instance relations, for agents that cannot see the upstream's real address,
    while this module names the very server of each attempt. */
 #define NGX_SW_COMPONENT_NGINX 6000
-#define NGX_SW_COMPONENT_HTTP  49 /* exits: proxy_pass, fastcgi_pass, uwsgi_pass, scgi_pass, $sw8 \
-                                   */
-#define NGX_SW_COMPONENT_GRPC 23  /* exits: grpc_pass */
+/* exits of proxy_pass, fastcgi_pass, uwsgi_pass, scgi_pass, and $sw8's */
+#define NGX_SW_COMPONENT_HTTP 49
+/* exits of grpc_pass */
+#define NGX_SW_COMPONENT_GRPC 23
 
 /* The propagation headers the module reads on entry and writes to upstreams. */
 #define NGX_SW_HEADERS 5

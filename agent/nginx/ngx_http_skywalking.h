@@ -69,8 +69,11 @@ typedef struct {
     ngx_event_set_peer_session_pt set_session;
     ngx_event_save_peer_session_pt save_session;
 #endif
-    sw_span_ref_t exit; /* the current attempt's exit span */
+    sw_span_ref_t exit;               /* the current attempt's exit span */
+    ngx_http_upstream_state_t *state; /* the current attempt's ($upstream_status etc.) */
     unsigned exit_open : 1;
+    unsigned failed : 1;   /* the attempt failed; nginx writes its status (502, 504) after it
+                              frees the peer: the span ends at the next attempt or the end */
     unsigned own_list : 1; /* request->headers_in.headers no longer shares memory with the
                               main request's (a subrequest starts with a copy) */
     /* The header elements added to request->headers_in.headers (sw8, sw8-correlation, sw8-x,

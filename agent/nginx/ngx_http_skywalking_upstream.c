@@ -11,7 +11,9 @@
  *         request's header list, in place of any the client sent, and the upstream request is
  *         built again (u->create_request), so that every attempt, a retry too, names its own
  *         exit span;
- *   free  the attempt is over: status, timings and error go on the span, which ends.
+ *   free  the attempt is over: status, timings and error go on the span, which ends (a failed
+ *         attempt's at the next get or the end of the request: nginx writes its status, 502
+ *         or 504, just after it frees the peer).
  * Every call runs on the worker's event loop.
  */
 #include "ngx_http_skywalking.h"
@@ -19,6 +21,7 @@
 #include <string.h>
 
 static ngx_int_t ngx_http_sw_peer_init(ngx_http_request_t *r, ngx_http_upstream_srv_conf_t *us);
+static void exit_end(ngx_http_sw_upstream_t *up);
 
 ngx_int_t ngx_http_sw_upstream_wrap(ngx_conf_t *cf, ngx_http_sw_main_conf_t *smcf)
 {
@@ -133,15 +136,15 @@ static ngx_int_t ngx_http_sw_peer_get(ngx_peer_connection_t *pc, void *data)
     if ((rc != NGX_OK && rc != NGX_DONE) || !up->ctx->entry_open) {
         return rc;
     }
-    if (up->exit_open) { /* not freed (cannot happen in nginx 1.22): end it here */
-        up->exit_open = 0;
-        (void)sw_span_ref_end(up->exit);
+    if (up->exit_open) { /* the previous attempt failed: its status is known now */
+        exit_end(up);
     }
     ngx_http_request_t *r = up->request;
     char *peer = pc->name != NULL ? ngx_http_sw_cstr(r->pool, pc->name) : NULL;
     (void)sw_span_ref_begin_exit(up->ctx->entry, up->ctx->operation, peer != NULL ? peer : "",
                                  &up->exit);
     up->exit_open = 1;
+    up->state = upstream_of(pc)->state;
     (void)sw_span_ref_set_layer(up->exit, SW_LAYER_HTTP);
     ngx_http_upstream_t *u = upstream_of(pc);
     ngx_uint_t grpc = u->conf != NULL && u->conf->module.len == 4 &&
@@ -164,6 +167,34 @@ static const char *msec_text(char *buf, size_t cap, ngx_msec_t ms)
     return buf;
 }
 
+/* Ends the attempt's exit span with its status, timings and error. */
+static void exit_end(ngx_http_sw_upstream_t *up)
+{
+    up->exit_open = 0;
+    ngx_http_upstream_state_t *st = up->state;
+    ngx_uint_t status = st != NULL ? st->status : 0;
+    if (up->ctx->recorded && st != NULL) {
+        char buf[NGX_INT64_LEN + 1];
+        if (status != 0) {
+            (void)sw_span_ref_tag(up->exit, "http.status_code",
+                                  msec_text(buf, sizeof buf, (ngx_msec_t)status));
+        }
+        if (st->connect_time != (ngx_msec_t)-1) {
+            (void)sw_span_ref_tag(up->exit, "upstream.connect_time_ms",
+                                  msec_text(buf, sizeof buf, st->connect_time));
+        }
+        if (st->header_time != (ngx_msec_t)-1) {
+            (void)sw_span_ref_tag(up->exit, "upstream.header_time_ms",
+                                  msec_text(buf, sizeof buf, st->header_time));
+        }
+    }
+    if (up->failed || status >= 500 || status == 0) {
+        (void)sw_span_ref_set_error(up->exit, true);
+    }
+    up->failed = 0;
+    (void)sw_span_ref_end(up->exit);
+}
+
 static void ngx_http_sw_peer_free(ngx_peer_connection_t *pc, void *data, ngx_uint_t state)
 {
     ngx_http_sw_upstream_t *up = data;
@@ -171,28 +202,14 @@ static void ngx_http_sw_peer_free(ngx_peer_connection_t *pc, void *data, ngx_uin
     if (!up->exit_open) {
         return;
     }
-    up->exit_open = 0;
-    ngx_http_upstream_t *u = upstream_of(pc);
-    ngx_uint_t status = u->state != NULL ? u->state->status : 0;
-    if (up->ctx->recorded && u->state != NULL) {
-        char buf[NGX_INT64_LEN + 1];
-        if (status != 0) {
-            (void)sw_span_ref_tag(up->exit, "http.status_code",
-                                  msec_text(buf, sizeof buf, (ngx_msec_t)status));
-        }
-        if (u->state->connect_time != (ngx_msec_t)-1) {
-            (void)sw_span_ref_tag(up->exit, "upstream.connect_time_ms",
-                                  msec_text(buf, sizeof buf, u->state->connect_time));
-        }
-        if (u->state->header_time != (ngx_msec_t)-1) {
-            (void)sw_span_ref_tag(up->exit, "upstream.header_time_ms",
-                                  msec_text(buf, sizeof buf, u->state->header_time));
-        }
-        if ((state & NGX_PEER_FAILED) || status >= 500 || status == 0) {
-            (void)sw_span_ref_set_error(up->exit, true);
-        }
+    if ((state & NGX_PEER_FAILED) && (up->state == NULL || up->state->status == 0)) {
+        /* ngx_http_upstream_next: the status (502, 504) is written right after this call,
+           before the next attempt's get or the end of the request, which end the span */
+        up->failed = 1;
+        return;
     }
-    (void)sw_span_ref_end(up->exit);
+    up->failed = (state & NGX_PEER_FAILED) ? 1 : 0;
+    exit_end(up);
 }
 
 static void ngx_http_sw_peer_notify(ngx_peer_connection_t *pc, void *data, ngx_uint_t type)
@@ -293,8 +310,7 @@ void ngx_http_sw_upstream_finish(ngx_http_sw_ctx_t *ctx)
     ngx_http_sw_upstream_t **up = ctx->upstreams.elts;
     for (ngx_uint_t i = 0; i < ctx->upstreams.nelts; i++) {
         if (up[i]->exit_open) {
-            up[i]->exit_open = 0;
-            (void)sw_span_ref_end(up[i]->exit);
+            exit_end(up[i]);
         }
     }
 }

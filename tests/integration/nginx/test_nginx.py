@@ -17,6 +17,7 @@ each case as its own ctest entry): test_nginx.py CASE.
 """
 import os
 import signal
+import socket
 import sys
 import threading
 import time
@@ -82,6 +83,7 @@ SPANS_CONF = """
   skywalking_config {tmp}/sw.conf;
   upstream failover {{ server 127.0.0.1:{dead}; server 127.0.0.1:{backend}; }}
   upstream kept {{ server 127.0.0.1:{backend}; keepalive 4; }}
+  upstream slow {{ server 127.0.0.1:{silent}; server 127.0.0.1:{backend}; }}
   server {{
     listen 127.0.0.1:{{port0}};
     skywalking on;
@@ -99,6 +101,8 @@ SPANS_CONF = """
     location /keep/ {{ proxy_pass http://kept; proxy_http_version 1.1;
                       proxy_set_header Connection ""; }}
     location /setvar/ {{ proxy_set_header sw8 $sw8; proxy_pass http://127.0.0.1:{backend}; }}
+    location /tfo/ {{ proxy_pass http://slow; proxy_read_timeout 300ms;
+                     proxy_next_upstream error timeout; }}
     location /redir/ {{ rewrite ^/redir/(.*) /plain/$1 last; }}
     location /auth/ {{ auth_request /_auth; proxy_pass http://127.0.0.1:{backend}; }}
     location = /_auth {{ internal; proxy_pass http://127.0.0.1:{backend}/authcheck; }}
@@ -115,7 +119,12 @@ def case_spans():
     backend = Backend()
     pl = PlServer(tmp, os.path.join(tmp, "pl.bin"))
     from nginx_harness import closed_port
-    conf = SPANS_CONF.format(tmp=tmp, backend=backend.port, pl=pl.port, dead=closed_port())
+    # a server that takes connections (the kernel's backlog) and never answers: a timeout
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(16)
+    conf = SPANS_CONF.format(tmp=tmp, backend=backend.port, pl=pl.port, dead=closed_port(),
+                             silent=silent.getsockname()[1])
     ngx = Nginx(conf, tmp=tmp).start()
     port = ngx.ports[0]
     try:
@@ -135,6 +144,7 @@ def case_spans():
                 ("/keep/1", {}),
                 ("/keep/2", {}),
                 ("/setvar/h", {"sw8": "client-value"}),
+                ("/tfo/i", {}),
                 ("/auth/g", {"sw8": encode_sw8(TRACE_IN, SEG_IN, 4)}),
         ]:
             results[path] = http_get(port, path, headers)
@@ -149,7 +159,7 @@ def case_spans():
     tr = traces(seg_file, os.path.join(tmp, "pl.bin"))
     segs = segments(tr)
     mine = [s for s in segs if s["service"] == "edge"]
-    check(len(mine) == 13, "%d nginx segments, not 13 (one per traced request): %s" %
+    check(len(mine) == 14, "%d nginx segments, not 14 (one per traced request): %s" %
           (len(mine), [tag(entry_of(s), "url") for s in mine]))
 
     # /plain/users/17: entry + exit, tags, peers, component, and the sw8 the backend got
@@ -206,12 +216,21 @@ def case_spans():
     s = by_url(mine, "/fo/a")[0]
     exits = s["spans"][1:]
     check(len(exits) == 2, "%d exit spans for a failover, not 2" % len(exits))
-    check(exits[0]["isError"] and not exits[1]["isError"], "failover errors: %s" % exits)
+    check(exits[0]["isError"] and not exits[1]["isError"] and
+          tag(exits[0], "http.status_code") == "502", "failover errors: %s" % exits)
     check(exits[0]["peer"] != exits[1]["peer"] and
           exits[1]["peer"] == "127.0.0.1:%d" % backend.port, "failover peers: %s" % exits)
     got = backend.requests("/fo/a")
     check(len(got) == 1 and decode_sw8(got[0][1]["sw8"])["span"] == exits[1]["spanId"],
           "the retry's sw8 does not name the second exit span")
+
+    # failover after a timeout: the silent server's attempt is an error (504), the retry not
+    s = by_url(mine, "/tfo/i")[0]
+    exits = s["spans"][1:]
+    check(len(exits) == 2 and exits[0]["isError"] and not exits[1]["isError"] and
+          exits[0]["peer"] == "127.0.0.1:%d" % silent.getsockname()[1] and
+          tag(exits[0], "http.status_code") == "504", "failover after a timeout: %s" % exits)
+    silent.close()
 
     # off, ignored: no span; named operation; 503: errors
     check(not by_url(mine, "/off/b") and not by_url(mine, "/health/c"),
@@ -277,7 +296,7 @@ def case_spans():
         t = [t for t in tr if any(g["traceSegmentId"] == seg_id for g in t["segments"])]
         check(t[0]["traceId"] == trace_id, "%s: access log trace id %s" % (uri, trace_id))
     stats = ngx.worker_stats()
-    check(len(stats) == 2 and sum(w["reported"] for w in stats) == 13,
+    check(len(stats) == 2 and sum(w["reported"] for w in stats) == 14,
           "workers' counters: %s" % stats)
 
 

@@ -248,6 +248,12 @@ static ngx_int_t ngx_http_sw_peer_init(ngx_http_request_t *r, ngx_http_upstream_
     if (ctx == NULL || !ctx->entry_open) {
         return rc;
     }
+    ngx_http_sw_upstream_t **prev = ctx->upstreams.elts;
+    for (ngx_uint_t k = 0; k < ctx->upstreams.nelts; k++) {
+        if (prev[k]->request == r && prev[k]->exit_open) {
+            exit_end(prev[k]); /* a failed last attempt of r's previous upstream (error_page) */
+        }
+    }
     if (ctx->upstreams.elts == NULL &&
         ngx_array_init(&ctx->upstreams, r->pool, 2, sizeof(ngx_http_sw_upstream_t *)) != NGX_OK) {
         return NGX_OK; /* no memory: this upstream is not traced */

@@ -39,6 +39,15 @@ grep -Eq '^usr/lib.*/libskywalking-preload\.so$' "$tmp/deb.list" ||
     fail "the package lacks libskywalking-preload.so"
 
 dpkg-deb -x "$deb" "$tmp/extract"
+if [ -f "$build/agent/nginx/ngx_http_skywalking_module.so" ]; then
+    for f in usr/lib/nginx/modules/ngx_http_skywalking_module.so \
+        usr/share/nginx/modules-available/mod-http-skywalking.conf; do
+        grep -qx "$f" "$tmp/deb.list" || fail "the package lacks $f"
+    done
+    grep -qx 'load_module /usr/lib/nginx/modules/ngx_http_skywalking_module.so;' \
+        "$tmp/extract/usr/share/nginx/modules-available/mod-http-skywalking.conf" ||
+        fail "the package's mod-http-skywalking.conf does not load /usr/lib/nginx/modules/..."
+fi
 for pc in "$tmp"/extract/usr/lib*/pkgconfig/*.pc; do
     grep -qx 'prefix=/usr' "$pc" || fail "$(basename "$pc") in the package does not say prefix=/usr"
 done

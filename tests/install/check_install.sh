@@ -41,6 +41,22 @@ for lib in skywalking kproducer datacarrier; do
     grep -qx "prefix=$prefix" "$pc" || fail "$lib.pc does not name the install prefix $prefix"
 done
 
+# The nginx module (built where nginx-dev is installed): Debian's layout, a snippet that loads
+# the installed copy, and a module that finds the installed libskywalking.so by its RUNPATH
+# (nginx -t loads it, with no LD_LIBRARY_PATH).
+if [ -f "$build/agent/nginx/ngx_http_skywalking_module.so" ]; then
+    module=$prefix/lib/nginx/modules/ngx_http_skywalking_module.so
+    snippet=$prefix/share/nginx/modules-available/mod-http-skywalking.conf
+    [ -f "$module" ] || fail "not installed: lib/nginx/modules/ngx_http_skywalking_module.so"
+    [ -f "$snippet" ] || fail "not installed: share/nginx/modules-available/mod-http-skywalking.conf"
+    grep -qx "load_module $module;" "$snippet" || fail "the snippet does not load $module"
+    mkdir "$tmp/nginx"
+    printf 'include %s;\nerror_log %s/error.log;\npid %s/nginx.pid;\nevents {}\nhttp { skywalking on; }\n' \
+        "$snippet" "$tmp/nginx" "$tmp/nginx" >"$tmp/nginx/nginx.conf"
+    env -u LD_LIBRARY_PATH nginx -t -p "$tmp/nginx" -c "$tmp/nginx/nginx.conf" >"$tmp/nginx.log" 2>&1 ||
+        { cat "$tmp/nginx.log" >&2; fail "nginx -t does not load the installed module"; }
+fi
+
 export PKG_CONFIG_PATH="$prefix/$libdir/pkgconfig"
 static_libs=$(pkg-config --static --libs skywalking) || fail "pkg-config --static skywalking"
 for l in -lskywalking -lkproducer -ldatacarrier -lprotobuf-c -lgrpc -lz; do

@@ -198,6 +198,11 @@ const char *sw_log_level_name(sw_log_level_t level);
  *   SW_AGENT_SSL_KEY_PATH               PEM private key of the agent's client certificate
  *                                       (gRPC mutual TLS; with SW_AGENT_SSL_CERT_CHAIN_PATH)
  *   SW_AGENT_SSL_CERT_CHAIN_PATH        PEM certificate chain presented with that key
+ *   SW_AGENT_PROFILE_ACTIVE             true (default): answer the OAP's profile tasks (gRPC
+ *                                       reporter only; see docs/PROFILING.md)
+ *   SW_AGENT_PROFILE_CHECK_INTERVAL     seconds between profile task fetches, 1..86400 (20)
+ *   SW_AGENT_PROFILE_MAX_PARALLEL       segments profiled at once, 1..64 (5)
+ *   SW_AGENT_PROFILE_DUMP_MAX_STACK_DEPTH  frames kept of a sampled stack, 1..4096 (500)
  *
  * SW_AGENT_CONFIG=path names a file of `KEY=value` lines (# starts a comment); the environment
  * overrides the file.
@@ -265,6 +270,11 @@ typedef struct sw_config {
     bool plugin_syslog;                  /* SW_PLUGIN_SYSLOG */
     /* Appended like the fields above. */
     uint32_t buffer_consume_cycle_ms; /* SW_BUFFER_CONSUME_CYCLE_MS, 1..60000 */
+    /* Trace profiling (gRPC reporter only). Appended like the fields above. */
+    bool profile_active;                   /* SW_AGENT_PROFILE_ACTIVE (true) */
+    uint32_t profile_check_interval_s;     /* SW_AGENT_PROFILE_CHECK_INTERVAL, 1..86400 (20) */
+    uint32_t profile_max_parallel;         /* SW_AGENT_PROFILE_MAX_PARALLEL, 1..64 (5) */
+    uint32_t profile_dump_max_stack_depth; /* SW_AGENT_PROFILE_DUMP_MAX_STACK_DEPTH, 1..4096 */
 } sw_config_t;
 
 /* Fills `cfg` with the defaults (empty names are resolved by sw_init). Any thread. Cannot fail

@@ -120,8 +120,8 @@ Test(symbolizer, unknown_frames_and_truncation)
     cr_assert_str_eq(out, "hostname+0x40");
     char small[8];
     memset(small, 'x', sizeof small);
-    size_t n = sw__symbolizer_module_offset(s, "/nonexistent/libgone.so", 0x1a2b, small,
-                                            sizeof small);
+    size_t n =
+        sw__symbolizer_module_offset(s, "/nonexistent/libgone.so", 0x1a2b, small, sizeof small);
     cr_assert_eq(n, 7);
     cr_assert_str_eq(small, "libgone");
     cr_assert_eq(sw__symbolizer_addr(s, 0x10, small, 0), 0);

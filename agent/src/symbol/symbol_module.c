@@ -11,10 +11,10 @@
 
 struct sw__symbol_module {
     sw__symbol_module_t *next;
-    Dwfl *dwfl;           /* NULL: a file that cannot be read */
-    Dwfl_Module *mod;     /* the one module of dwfl */
-    size_t cost;          /* what this entry is charged */
-    bool debug_charged;   /* a separate debug file was found and charged */
+    Dwfl *dwfl;         /* NULL: a file that cannot be read */
+    Dwfl_Module *mod;   /* the one module of dwfl */
+    size_t cost;        /* what this entry is charged */
+    bool debug_charged; /* a separate debug file was found and charged */
     char path[];
 };
 
@@ -185,8 +185,7 @@ bool sw__symbol_modules_lookup(sw__symbol_modules_t *m, const char *path, uint64
     }
     GElf_Off sym_off = 0;
     GElf_Sym sym;
-    info->name = dwfl_module_addrinfo(e->mod, (Dwarf_Addr)offset, &sym_off, &sym, NULL, NULL,
-                                      NULL);
+    info->name = dwfl_module_addrinfo(e->mod, (Dwarf_Addr)offset, &sym_off, &sym, NULL, NULL, NULL);
     info->src = NULL;
     info->line = 0;
     Dwfl_Line *line = dwfl_module_getsrc(e->mod, (Dwarf_Addr)offset);

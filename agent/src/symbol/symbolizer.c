@@ -38,9 +38,9 @@ struct sw__symbolizer {
     frame_slot_t *frames; /* n_frames slots, a power of two */
     size_t n_frames;
     sw__symbol_modules_t mods;
-    demangle_fn demangle;          /* __cxa_demangle, or NULL until libstdc++ is seen */
-    unsigned long long dl_subs;    /* dlpi_subs when `frames` was last valid for addresses */
-    char exe[4096];                /* the main program's file (from /proc/self/exe) */
+    demangle_fn demangle;       /* __cxa_demangle, or NULL until libstdc++ is seen */
+    unsigned long long dl_subs; /* dlpi_subs when `frames` was last valid for addresses */
+    char exe[4096];             /* the main program's file (from /proc/self/exe) */
 };
 
 static uint64_t path_key(const char *path)
@@ -142,6 +142,15 @@ static size_t format_frame(sw__symbolizer_t *s, const char *name, const char *sr
                 name = demangled;
             }
         }
+    }
+    /* A C name with a compiler suffix (GCC's clones: "f.constprop.0", "f.isra.0", "f.part.0",
+       "f.cold"): the function's own name, so that its samples merge with the original's. */
+    char plain[256];
+    const char *dot = name != NULL && demangled == NULL ? strchr(name, '.') : NULL;
+    if (dot != NULL && dot != name && (size_t)(dot - name) < sizeof plain) {
+        memcpy(plain, name, (size_t)(dot - name));
+        plain[dot - name] = '\0';
+        name = plain;
     }
     int n;
     if (name != NULL && src != NULL && line > 0) {
@@ -277,9 +286,9 @@ size_t sw__symbolizer_module_offset(sw__symbolizer_t *s, const char *module_path
         return clip(snprintf(out, cap, "0x%llx", (unsigned long long)offset), cap);
     }
     if (s == NULL) {
-        return clip(snprintf(out, cap, "%s+0x%llx", base_name(module_path),
-                             (unsigned long long)offset),
-                    cap);
+        return clip(
+            snprintf(out, cap, "%s+0x%llx", base_name(module_path), (unsigned long long)offset),
+            cap);
     }
     uint64_t key = path_key(module_path);
     char buf[512];

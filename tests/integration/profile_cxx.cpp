@@ -5,7 +5,8 @@
 
 extern "C" uint64_t profile_cxx_request(int ms);
 
-namespace slowcxx {
+namespace slowcxx
+{
 
 struct Table {
     uint64_t state = 1;

@@ -163,7 +163,7 @@ static void tasks_write(const char *tasks)
 }
 
 /* A valid task's JSON object for `endpoint`, whose one-minute window ends WINDOW_MS from now;
-   *start_ms and *end_ms say its window. */
+ *start_ms and *end_ms say its window. */
 static void task_json(char *buf, size_t len, const char *id, const char *endpoint,
                       int64_t *start_ms, int64_t *end_ms)
 {
@@ -302,10 +302,10 @@ Test(profile, slow_endpoint_sampled_in_order, .fini = fini, .timeout = 120)
     wait_log("profile task 'task-slow' started");
 
     request_fast();
-    request_slow(400);       /* profiled: 1 */
-    request_context_slow();  /* profiled: 2, sampled on the thread it is attached to */
-    request_cxx();           /* profiled: 3 */
-    request_slow(300);       /* MaxSamplingCount 3: not profiled */
+    request_slow(400);      /* profiled: 1 */
+    request_context_slow(); /* profiled: 2, sampled on the thread it is attached to */
+    request_cxx();          /* profiled: 3 */
+    request_slow(300);      /* MaxSamplingCount 3: not profiled */
     request_fast();
     wait_finish("task-slow", end_ms);
 

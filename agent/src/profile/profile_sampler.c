@@ -193,10 +193,9 @@ static void on_signal(int sig, siginfo_t *info, void *ucontext)
         uint32_t depth = 0;
         if (current_segment != NULL &&
             current_segment() == atomic_load_explicit(&s->seg, memory_order_relaxed)) {
-            depth = sw__profile_unwind(ucontext,
-                                       atomic_load_explicit(&s->stack_lo, memory_order_relaxed),
-                                       atomic_load_explicit(&s->stack_hi, memory_order_relaxed),
-                                       s->frames, max_depth);
+            depth = sw__profile_unwind(
+                ucontext, atomic_load_explicit(&s->stack_lo, memory_order_relaxed),
+                atomic_load_explicit(&s->stack_hi, memory_order_relaxed), s->frames, max_depth);
         }
         s->depth = depth;
         s->time_ms = wall_ms();
@@ -291,10 +290,10 @@ void sw__profile_signal_restore(void)
 static void sample_settle(slot_t *s)
 {
     uint32_t expect = SAMPLE_REQUESTED;
-    atomic_compare_exchange_strong_explicit(&s->sample, &expect, SAMPLE_IDLE,
-                                            memory_order_acq_rel, memory_order_acquire);
-    for (int spins = 0; spins < 100000 &&
-                        atomic_load_explicit(&s->sample, memory_order_acquire) == SAMPLE_WRITING;
+    atomic_compare_exchange_strong_explicit(&s->sample, &expect, SAMPLE_IDLE, memory_order_acq_rel,
+                                            memory_order_acquire);
+    for (int spins = 0;
+         spins < 100000 && atomic_load_explicit(&s->sample, memory_order_acquire) == SAMPLE_WRITING;
          spins++) {
         sched_yield(); /* a handler runs between WRITING and DONE only: microseconds */
     }
@@ -307,8 +306,7 @@ static void harvest(slot_t *s, void (*fn)(const sw__profile_sample_t *, void *),
         return;
     }
     if (s->depth != 0 && fn != NULL) {
-        sw__profile_sample_t out = {s->segment_id, s->time_ms, s->sequence++, s->frames,
-                                    s->depth};
+        sw__profile_sample_t out = {s->segment_id, s->time_ms, s->sequence++, s->frames, s->depth};
         fn(&out, arg);
     }
     /* release: we are done reading frames before the handler may write them again. */
@@ -343,8 +341,8 @@ void sw__profile_sampler_stop(void (*fn)(const sw__profile_sample_t *, void *), 
     }
 }
 
-size_t sw__profile_sampler_tick(int64_t now_ms,
-                                void (*fn)(const sw__profile_sample_t *, void *), void *arg)
+size_t sw__profile_sampler_tick(int64_t now_ms, void (*fn)(const sw__profile_sample_t *, void *),
+                                void *arg)
 {
     const sw__profile_task_t *task =
         atomic_load_explicit(&sw__profile_task_now, memory_order_relaxed);

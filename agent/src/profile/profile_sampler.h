@@ -59,7 +59,7 @@ extern _Atomic(const sw__profile_task_t *) sw__profile_task_now;
 typedef sw__segment_t *(*sw__profile_current_fn)(void);
 
 /* The most frames a sample keeps: SW_AGENT_PROFILE_DUMP_MAX_STACK_DEPTH's upper bound. */
-#define SW__PROFILE_DEPTH_MAX 4096
+#define SW__PROFILE_DEPTH_MAX    4096
 #define SW__PROFILE_PARALLEL_MAX 64
 
 /* ---- application threads (the span path's slow branch) --------------------------------- */
@@ -116,14 +116,14 @@ void sw__profile_sampler_stop(void (*fn)(const sw__profile_sample_t *, void *), 
 /* Hands every DONE sample to fn(sample, arg) and frees it, frees ENDED slots, then asks every
    ACTIVE slot open for at least the task's threshold at `now_ms` for a sample (tgkill). Returns
    the number of samples requested. */
-size_t sw__profile_sampler_tick(int64_t now_ms,
-                                void (*fn)(const sw__profile_sample_t *, void *), void *arg);
+size_t sw__profile_sampler_tick(int64_t now_ms, void (*fn)(const sw__profile_sample_t *, void *),
+                                void *arg);
 
 /* Counters of the sampled side, for tests and the bench. */
 typedef struct sw__profile_sampler_stats {
-    uint64_t requested; /* signals sent */
-    uint64_t taken;     /* samples written by the handler */
-    uint64_t skipped;   /* signals that found the thread not running the segment */
+    uint64_t requested;  /* signals sent */
+    uint64_t taken;      /* samples written by the handler */
+    uint64_t skipped;    /* signals that found the thread not running the segment */
     uint64_t handler_ns; /* time spent in the handler, all samples */
 } sw__profile_sampler_stats_t;
 void sw__profile_sampler_stats(sw__profile_sampler_stats_t *out);

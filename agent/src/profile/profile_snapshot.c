@@ -170,7 +170,9 @@ void sw__profile_sender_finish(sw__profile_sender_t *s, const char *task_id)
     sw__report_record_t msg = {.segment_id = NULL, .data = buf, .len = len};
     if (!call(s, METHOD_FINISH, "reportTaskFinish", &msg, 1)) {
         char esc[SW__LOG_ESCAPED_SIZE];
-        sw__log(SW_LOG_WARN, "profile task '%s': reportTaskFinish failed; the OAP shows the task "
-                "as unfinished on this instance", SW__LOG_ESC(esc, task_id));
+        sw__log(SW_LOG_WARN,
+                "profile task '%s': reportTaskFinish failed; the OAP shows the task "
+                "as unfinished on this instance",
+                SW__LOG_ESC(esc, task_id));
     }
 }

@@ -25,7 +25,8 @@
 #include "profile_task.h"
 #include "skywalking.h"
 
-/* Snapshots waiting to be sent, at most (the Java agent's profile.snapshot_transport_buffer_size). */
+/* Snapshots waiting to be sent, at most (the Java agent's profile.snapshot_transport_buffer_size).
+ */
 #define SW__PROFILE_QUEUE_MAX 500
 /* What the symbolizer may keep (modules, symbol tables, DWARF, frame strings). */
 #define SW__PROFILE_SYMBOLIZER_BYTES (64u << 20)
@@ -45,8 +46,8 @@ typedef struct sw__profile_sender {
     char token[SW_CONFIG_NAME_MAX];
     uint32_t timeout_ms;
     uint32_t depth;
-    char *text;   /* depth frames of SW__PROFILE_FRAME_MAX bytes */
-    char **sigs;  /* depth pointers into text, outermost first */
+    char *text;  /* depth frames of SW__PROFILE_FRAME_MAX bytes */
+    char **sigs; /* depth pointers into text, outermost first */
     char task_id[SW__PROFILE_TASK_ID_MAX];
     sw__report_record_t queue[SW__PROFILE_QUEUE_MAX];
     size_t queued;

@@ -93,8 +93,7 @@ static bool task_check(const raw_task_t *r, int64_t now_ms, sw__profile_task_t *
     for (size_t i = 0; i < 6; i++) {
         if (!parse_int(nums[i].text, nums[i].lo, nums[i].hi, &v[i])) {
             char why[96];
-            snprintf(why, sizeof why, "%s must be an integer in %s", nums[i].name,
-                     nums[i].range);
+            snprintf(why, sizeof why, "%s must be an integer in %s", nums[i].name, nums[i].range);
             refuse(id, why, nums[i].text != NULL ? nums[i].text : "(missing)");
             return false;
         }

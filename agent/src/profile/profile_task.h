@@ -39,8 +39,8 @@ typedef struct sw__profile_task {
     int64_t end_ms;                          /* ...and ends then (start + duration) */
     int64_t create_ms;
     uint32_t duration_min;
-    uint32_t min_duration_ms; /* a segment is sampled once it has been open this long */
-    uint32_t dump_period_ms;  /* one sample per this period */
+    uint32_t min_duration_ms;    /* a segment is sampled once it has been open this long */
+    uint32_t dump_period_ms;     /* one sample per this period */
     uint32_t max_sampling_count; /* segments of the task profiled at most (the Java agent's) */
 } sw__profile_task_t;
 

@@ -74,9 +74,8 @@ bool sw__profile_unwind_loaded(void)
 
 /* Follows frame records from `fp`, within [lo, hi), into frames[n..max). Async-signal-safe.
    Not instrumented: it reads other frames' stack slots, which ASan keeps poisoned. */
-__attribute__((no_sanitize("address"))) static uint32_t fp_walk(uintptr_t fp, uintptr_t lo,
-                                                                uintptr_t hi, uintptr_t *frames,
-                                                                uint32_t n, uint32_t max)
+__attribute__((no_sanitize("address"))) static uint32_t
+fp_walk(uintptr_t fp, uintptr_t lo, uintptr_t hi, uintptr_t *frames, uint32_t n, uint32_t max)
 {
     while (n < max && fp >= lo && hi > 16 && fp <= hi - 16 && (fp & (sizeof(void *) - 1)) == 0) {
         const uintptr_t *record = (const uintptr_t *)fp;
@@ -144,8 +143,8 @@ uint32_t sw__profile_unwind(ucontext_t *uc, uintptr_t lo, uintptr_t hi, uintptr_
             if (unw_reg(&cur, UNW_REG_IP, &ip) == 0 && ip >= 4096 &&
                 unw_reg(&cur, FP_REG, &cfp) == 0 && unw_reg(&cur, UNW_REG_SP, &csp) == 0) {
                 frames[1] = (uintptr_t)ip;
-                uint32_t n = fp_walk((uintptr_t)cfp, (uintptr_t)csp > lo ? (uintptr_t)csp : lo,
-                                     hi, frames, 2, max);
+                uint32_t n = fp_walk((uintptr_t)cfp, (uintptr_t)csp > lo ? (uintptr_t)csp : lo, hi,
+                                     frames, 2, max);
                 if (n > 2) {
                     return n;
                 }

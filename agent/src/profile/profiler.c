@@ -189,8 +189,10 @@ static void task_take(sw__profiler_t *p, const sw__profile_task_t *t)
         return;
     }
     if (p->running != NULL && p->waiting != NULL) {
-        sw__log(SW_LOG_WARN, "profile task '%s' refused: two tasks are already running or "
-                "waiting", SW__LOG_ESC(esc, t->task_id));
+        sw__log(SW_LOG_WARN,
+                "profile task '%s' refused: two tasks are already running or "
+                "waiting",
+                SW__LOG_ESC(esc, t->task_id));
         return;
     }
     sw__profile_task_t *rec = &p->tasks[p->next_task++ % TASK_RING];
@@ -258,8 +260,8 @@ static void profiler_free(sw__profiler_t *p, bool release_memory)
     grpc_shutdown(); /* pairs with grpc_init in start */
 }
 
-int sw__profiler_start(const sw_config_t *cfg, sw__profile_current_fn current,
-                       sw__profiler_t **out, char *errbuf, size_t errlen)
+int sw__profiler_start(const sw_config_t *cfg, sw__profile_current_fn current, sw__profiler_t **out,
+                       char *errbuf, size_t errlen)
 {
     *out = NULL;
     if (!cfg->profile_active || strcmp(cfg->reporter, "grpc") != 0) {

@@ -37,8 +37,8 @@ typedef struct sw__profiler sw__profiler_t;
  * interrupted thread records. Returns 0 and *out; SW_ECONFIG (message in errbuf), SW_ENOMEM or
  * SW_ETHREAD, with nothing left running. Lifecycle lock held (sw_init).
  */
-int sw__profiler_start(const sw_config_t *cfg, sw__profile_current_fn current,
-                       sw__profiler_t **out, char *errbuf, size_t errlen);
+int sw__profiler_start(const sw_config_t *cfg, sw__profile_current_fn current, sw__profiler_t **out,
+                       char *errbuf, size_t errlen);
 
 /*
  * Stops the threads (a running task stops sampling; its finish is not reported), puts the

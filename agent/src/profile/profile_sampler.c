@@ -316,9 +316,16 @@ static void harvest(slot_t *s, void (*fn)(const sw__profile_sample_t *, void *),
 void sw__profile_sampler_start(const sw__profile_task_t *task)
 {
     for (uint32_t i = 0; i < slot_count; i++) {
-        atomic_store_explicit(&slots[i].sample, SAMPLE_IDLE, memory_order_relaxed);
-        atomic_store_explicit(&slots[i].seg, NULL, memory_order_relaxed);
-        atomic_store_explicit(&slots[i].state, SLOT_FREE, memory_order_release);
+        /* A slot left by the last task goes; one that a late begin of the last task is still
+           filling (CLAIMED) is left to it, and the first tick frees it (its task is not this
+           one). release: the settled sample before the next claimer's acquire. */
+        slot_t *s = &slots[i];
+        sample_settle(s);
+        for (uint32_t from = SLOT_ACTIVE; from <= SLOT_ENDED; from++) {
+            uint32_t expect = from;
+            atomic_compare_exchange_strong_explicit(&s->state, &expect, SLOT_FREE,
+                                                    memory_order_release, memory_order_relaxed);
+        }
     }
     atomic_store_explicit(&claimed_total, 0, memory_order_relaxed);
     /* release: the slots are ready before any thread sees the task (acquire in the hooks). */

@@ -108,6 +108,14 @@ void sw__profile_sender_add(const sw__profile_sample_t *sample, void *arg)
     s->queue[s->queued++] = (sw__report_record_t){.segment_id = NULL, .data = buf, .len = len};
 }
 
+bool sw__profile_status_worth_logging(grpc_status_code status)
+{
+    /* A rejected token is the reporter's to say (once, naming SW_AGENT_AUTHENTICATION): the
+       profiler's calls carry the same token. */
+    return status != GRPC_STATUS_OK && status != GRPC_STATUS_CANCELLED &&
+           status != GRPC_STATUS_UNAUTHENTICATED && status != GRPC_STATUS_PERMISSION_DENIED;
+}
+
 /* One call on the sender's connection; returns whether it succeeded. */
 static bool call(sw__profile_sender_t *s, const char *method, const char *origin,
                  const sw__report_record_t *msgs, size_t count)
@@ -122,7 +130,7 @@ static bool call(sw__profile_sender_t *s, const char *method, const char *origin
     sw__grpc_conn_outcome(s->conn, res.status, res.details);
     if (res.status == GRPC_STATUS_OK && res.response != NULL) {
         (void)sw__grpc_notices_commands(s->notices, res.response, res.response_len, origin);
-    } else if (res.status != GRPC_STATUS_OK && res.status != GRPC_STATUS_CANCELLED) {
+    } else if (sw__profile_status_worth_logging(res.status)) {
         (void)sw__grpc_notices_status(s->notices, res.status, res.details, origin,
                                       sw__grpc_conn_target(s->conn), s->token[0] != '\0');
     }

@@ -13,6 +13,7 @@
 #ifndef SW_PROFILE_PROFILE_SNAPSHOT_H
 #define SW_PROFILE_PROFILE_SNAPSHOT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -79,5 +80,9 @@ void sw__profile_sender_finish(sw__profile_sender_t *s, const char *task_id);
 
 /* Cancels a call in flight and every later one until the next reset. Any thread. */
 void sw__profile_sender_cancel(sw__profile_sender_t *s);
+
+/* Whether a failed profile call's status is the profiler's to log (the reporter logs a rejected
+   token). */
+bool sw__profile_status_worth_logging(grpc_status_code status);
 
 #endif /* SW_PROFILE_PROFILE_SNAPSHOT_H */

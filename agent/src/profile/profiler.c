@@ -230,7 +230,7 @@ static void fetch_run(void *arg)
         for (int i = 0; i < n; i++) {
             task_take(p, &tasks[i]);
         }
-    } else if (res.status != GRPC_STATUS_OK && res.status != GRPC_STATUS_CANCELLED) {
+    } else if (sw__profile_status_worth_logging(res.status)) {
         (void)sw__grpc_notices_status(&p->notices, res.status, res.details,
                                       "getProfileTaskCommands", sw__grpc_conn_target(p->fetch_conn),
                                       p->token[0] != '\0');

@@ -169,8 +169,10 @@ int main(int argc, char **argv)
         return 1;
     }
     sw__profile_sender_reset(&sender, "bench-task");
-    sw__profile_task_t task = {.task_id = "bench-task", .endpoint = "/bench",
-                               .max_sampling_count = 10, .dump_period_ms = 10};
+    sw__profile_task_t task = {.task_id = "bench-task",
+                               .endpoint = "/bench",
+                               .max_sampling_count = 10,
+                               .dump_period_ms = 10};
     double thread[MAX_ROUNDS], handler[MAX_ROUNDS], agent[MAX_ROUNDS], rate[MAX_ROUNDS];
     (void)run_window(true, units / 10, &task); /* warm-up: modules opened, caches filled */
     for (int r = 0; r < rounds; r++) {
@@ -202,7 +204,7 @@ int main(int argc, char **argv)
     sw_shutdown();
     printf("ns_per_sample_thread=%.0f ns_per_sample_handler=%.0f ns_per_sample_agent=%.0f "
            "samples_per_s=%.0f depth=%d rounds=%d\n",
-           bench_median(thread, rounds), bench_median(handler, rounds),
-           bench_median(agent, rounds), bench_median(rate, rounds), NEST + 5, rounds);
+           bench_median(thread, rounds), bench_median(handler, rounds), bench_median(agent, rounds),
+           bench_median(rate, rounds), NEST + 5, rounds);
     return 0;
 }

@@ -312,7 +312,7 @@ Test(profile, slow_endpoint_sampled_in_order, .fini = fini, .timeout = 120)
     size_t n;
     char **snaps = records_of("snapshot", &n);
     cr_assert_gt(n, 0, "no snapshot");
-    size_t segments = 0, ordered = 0, cxx = 0;
+    size_t segments = 0, ordered = 0, cxx = 0, lines = 0;
     char first[2048];
     snprintf(first, sizeof first, "%s", snaps[0]);
     char seg_ids[8][64];
@@ -345,6 +345,9 @@ Test(profile, slow_endpoint_sampled_in_order, .fini = fini, .timeout = 120)
             cr_assert(h < p && p < c, "frames out of order (outermost first): %s", line);
             ordered++;
         }
+        if (strstr(line, "\"parse_rows (test_profile.c:") != NULL) {
+            lines++; /* file:line from DWARF */
+        }
         if (strstr(line, "\"slowcxx::Table::scan(int) (") != NULL) {
             cxx++;
         }
@@ -355,6 +358,7 @@ Test(profile, slow_endpoint_sampled_in_order, .fini = fini, .timeout = 120)
                   "handle_slow -> parse_rows -> checksum_block in %zu snapshots; the first: %s",
                   ordered, first);
     cr_assert_gt(cxx, 0, "no demangled C++ frame \"slowcxx::Table::scan(int) (...)\"");
+    cr_assert_gt(lines, 0, "no frame \"parse_rows (test_profile.c:N)\"; the first: %s", first);
 
     /* Every profiled segment's first span is "/slow" (the collector has the segments). */
     sw_stats_t st = agent_test_stop();

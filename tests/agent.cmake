@@ -6,7 +6,8 @@ if(TARGET skywalking)
                      test_span_alloc test_segment_pool test_chunk test_log
                      test_config_hostile test_file_reporter_shared
                      test_span_async test_span_mark test_w3c test_utf8
-                     test_request_context test_symbolizer)
+                     test_request_context test_symbolizer
+                     test_profile_sampler)
   # Meters and dynamic configuration (agent/src/meter, meter/meter_report.c, grpc/cds.c).
   list(APPEND SW_AGENT_TESTS test_meter)
   foreach(t ${SW_AGENT_TESTS})

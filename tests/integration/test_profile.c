@@ -10,6 +10,7 @@
  *     span is "/slow"; a request context attached to another thread is sampled there; C++
  *     frames come out demangled; the task ends on time and reportTaskFinish is sent;
  *   - a task for another endpoint samples nothing, and still finishes;
+ *   - with the Kafka reporter no profiler thread runs (the OAP takes profiles over gRPC only);
  *   - hostile commands (a 0 or negative dump period, a huge count, garbage, a missing endpoint,
  *     a repeated task id) are refused with a logged reason naming the argument.
  *
@@ -27,6 +28,7 @@
 #include "grpc_collector_proc.h"
 #include "skywalking.h"
 #include "test_agent_support.h"
+#include "thread_stat.h"
 
 uint64_t profile_cxx_request(int ms);
 
@@ -456,4 +458,28 @@ Test(profile, hostile_commands_refused, .fini = fini, .timeout = 120)
     records_free(q);
     wait_finish("t-ok", end_ms);
     agent_test_stop();
+}
+
+Test(profile, kafka_reporter_never_profiles, .fini = fini, .timeout = 120)
+{
+    /* The positive control first: with gRPC the profiler's thread runs. */
+    start_all("[]");
+    uint64_t deadline = now_ms() + WAIT_MS;
+    while (!thread_stat_read("sw-profile", NULL, NULL)) {
+        cr_assert(now_ms() < deadline, "no sw-profile thread with the gRPC reporter");
+        poll_pause();
+    }
+    agent_test_stop();
+    cr_assert(!thread_stat_read("sw-profile", NULL, NULL), "sw-profile outlived sw_shutdown");
+    sw_config_t cfg;
+    sw_config_init(&cfg);
+    char err[256] = "";
+    cr_assert_eq(sw_config_set(&cfg, "SW_REPORTER", "kafka", err, sizeof err), 0, "%s", err);
+    cr_assert_eq(sw_config_set(&cfg, "SW_KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:1", err, sizeof err),
+                 0);
+    cr_assert_eq(sw_config_set(&cfg, "SW_AGENT_PROFILE_ACTIVE", "true", err, sizeof err), 0);
+    cr_assert_eq(sw_init(&cfg), 0);
+    cr_assert(!thread_stat_read("sw-profile", NULL, NULL), "a profiler thread with Kafka");
+    cr_assert(!thread_stat_read("sw-prof-sample", NULL, NULL));
+    sw_shutdown();
 }

@@ -174,7 +174,7 @@ static int shutdown_impl(bool release_memory)
     }
     /* From here on new spans are no-ops; segments finishing now are rejected and counted. */
     atomic_store_explicit(&sw__epoch, 0, memory_order_release);
-    sw__profiler_stop(profiler, release_memory);
+    sw__profiler_stop(profiler);
     profiler = NULL;
     if (release_memory) {
         sw__pipeline_stop(sw__agent.pipeline);

@@ -215,8 +215,15 @@ int sw__profile_sampler_init(uint32_t parallel, uint32_t depth, sw__profile_curr
         depth > SW__PROFILE_DEPTH_MAX) {
         return SW_EINVAL;
     }
+    if (slots != NULL && parallel == slot_count && depth == max_depth) {
+        current_segment = current; /* a later run with the same sizes reuses them */
+        return 0;
+    }
+    /* Slots of an earlier run with other sizes stay allocated: an application thread of that run
+       may still be inside a hook (see sw__profile_sampler_destroy). */
     slots = calloc(parallel, sizeof *slots);
     if (slots == NULL) {
+        slot_count = 0;
         return SW_ENOMEM;
     }
     for (uint32_t i = 0; i < parallel; i++) {

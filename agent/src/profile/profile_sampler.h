@@ -91,11 +91,14 @@ typedef struct sw__profile_sample {
     uint32_t depth;
 } sw__profile_sample_t;
 
-/* Allocates `parallel` slots of `depth` frames each and remembers `current`. Returns 0,
-   SW_EINVAL (out of range) or SW_ENOMEM. Once per run, before any task. */
+/* Allocates `parallel` slots of `depth` frames each (or keeps those of an earlier run of the same
+   sizes) and remembers `current`. Returns 0, SW_EINVAL (out of range) or SW_ENOMEM. Once per run,
+   before any task. */
 int sw__profile_sampler_init(uint32_t parallel, uint32_t depth, sw__profile_current_fn current);
 
-/* Frees the slots. No task may be published; no handler may be installed. */
+/* Frees the slots. No task may be published, no handler installed, and no application thread
+   inside a hook: the agent never calls it (a thread of a finished run may still be in a hook
+   that read the task before it went), only single-run tools (tests, the bench). */
 void sw__profile_sampler_destroy(void);
 
 /* Installs the handler of SW__PROFILE_SIGNAL. Returns 0, or SW_EBUSY when the program has its

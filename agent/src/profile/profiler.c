@@ -246,16 +246,14 @@ static void fetch_interrupt(void *arg)
 
 /* ---- start and stop ---------------------------------------------------------------------- */
 
-static void profiler_free(sw__profiler_t *p, bool release_memory)
+static void profiler_free(sw__profiler_t *p)
 {
     sw__grpc_conn_destroy(p->fetch_conn);
     sw__grpc_cancel_destroy(&p->fetch_cancel);
     sw__profile_sender_destroy(&p->sender);
     sw__grpc_notices_destroy(&p->notices);
     sw__config_secret_wipe(p->token, sizeof p->token);
-    if (release_memory) {
-        sw__profile_sampler_destroy();
-    }
+    /* The slots stay for the next run (sw__profile_sampler_destroy says why). */
     free(p);
     grpc_shutdown(); /* pairs with grpc_init in start */
 }
@@ -275,7 +273,6 @@ int sw__profiler_start(const sw_config_t *cfg, sw__profile_current_fn current, s
     }
     sw__profiler_t *p = calloc(1, sizeof *p);
     if (p == NULL) {
-        sw__profile_sampler_destroy();
         return SW_ENOMEM;
     }
     grpc_init(); /* reference counted; released in profiler_free */
@@ -300,14 +297,14 @@ int sw__profiler_start(const sw_config_t *cfg, sw__profile_current_fn current, s
         }
     }
     if (rc != 0) {
-        profiler_free(p, true);
+        profiler_free(p);
         return rc;
     }
     *out = p;
     return 0;
 }
 
-void sw__profiler_stop(sw__profiler_t *p, bool release_memory)
+void sw__profiler_stop(sw__profiler_t *p)
 {
     if (p == NULL) {
         return;
@@ -320,7 +317,7 @@ void sw__profiler_stop(sw__profiler_t *p, bool release_memory)
             sw__profile_signal_restore();
         }
     }
-    profiler_free(p, release_memory);
+    profiler_free(p);
 }
 
 void sw__profiler_after_fork_child(void)

@@ -42,10 +42,11 @@ int sw__profiler_start(const sw_config_t *cfg, sw__profile_current_fn current, s
 
 /*
  * Stops the threads (a running task stops sampling; its finish is not reported), puts the
- * signal's old disposition back and, with `release_memory`, frees everything (false at exit:
- * application threads may still run the span path's hooks, so the slots stay). NULL: no-op.
+ * signal's old disposition back and frees everything but the profiled segments' slots, which
+ * stay for the next run: an application thread may still be inside a span path hook. NULL:
+ * no-op. Lifecycle lock held (sw_shutdown, and at exit).
  */
-void sw__profiler_stop(sw__profiler_t *p, bool release_memory);
+void sw__profiler_stop(sw__profiler_t *p);
 
 /* In a forked child: the parent's task is not the child's; the span path stops profiling. */
 void sw__profiler_after_fork_child(void);

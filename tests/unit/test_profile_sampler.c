@@ -20,6 +20,12 @@
 #include "profile/profile_sampler.h"
 #include "skywalking.h"
 
+#if defined(__has_feature)
+#define HAS_FEATURE(x) __has_feature(x)
+#else
+#define HAS_FEATURE(x) 0
+#endif
+
 #define THREADS 4
 #define RUN_MS  1500
 
@@ -112,12 +118,17 @@ Test(profile_sampler, signals_under_load, .timeout = 120)
                 tally.samples, tally.with_worker_frame, (unsigned long long)st.requested,
                 (unsigned long long)st.taken, (unsigned long long)st.skipped);
     cr_assert_geq(tally.samples, 100, "only %ld samples", tally.samples);
+    long want_pct = 90;
 #if defined(__SANITIZE_THREAD__)
     /* TSan runs a handler when the thread next enters its runtime, with the context of the
        moment the signal came: the stack has moved on, frames are not checked. */
-    tally.with_worker_frame = tally.samples;
+    want_pct = 0;
+#elif defined(__SANITIZE_ADDRESS__) || HAS_FEATURE(address_sanitizer)
+    /* ASan's interceptors of malloc, free and snprintf keep no frame pointers: a chain through
+       them ends early (about half the samples here). */
+    want_pct = 25;
 #endif
-    cr_assert_geq(tally.with_worker_frame * 10, tally.samples * 9,
+    cr_assert_geq(tally.with_worker_frame * 100, tally.samples * want_pct,
                   "%ld of %ld samples lack stress_work's frame", tally.with_worker_frame,
                   tally.samples);
     cr_assert_leq((long)st.taken, (long)st.requested);

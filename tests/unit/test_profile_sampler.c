@@ -10,6 +10,7 @@
  */
 #include <criterion/criterion.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -132,4 +133,41 @@ Test(profile_sampler, signals_under_load, .timeout = 120)
                   "%ld of %ld samples lack stress_work's frame", tally.with_worker_frame,
                   tally.samples);
     cr_assert_leq((long)st.taken, (long)st.requested);
+}
+
+static void program_handler(int sig)
+{
+    (void)sig;
+}
+
+static void (*handler_now(void))(int)
+{
+    struct sigaction sa;
+    cr_assert_eq(sigaction(SW__PROFILE_SIGNAL, NULL, &sa), 0);
+    return sa.sa_handler;
+}
+
+/* The program's own handler of the signal is never taken over, nor replaced at restore. */
+Test(profile_sampler, program_handler_left_alone)
+{
+    struct sigaction mine;
+    memset(&mine, 0, sizeof mine);
+    mine.sa_handler = program_handler;
+    cr_assert_eq(sigaction(SW__PROFILE_SIGNAL, &mine, NULL), 0);
+    cr_assert_eq(sw__profile_signal_install(), SW_EBUSY);
+    cr_assert(handler_now() == program_handler);
+
+    /* Ours in, then the program installs its own while a task runs: restore leaves it. */
+    signal(SW__PROFILE_SIGNAL, SIG_DFL);
+    cr_assert_eq(sw__profile_signal_install(), 0);
+    cr_assert(handler_now() != SIG_DFL);
+    cr_assert_eq(sigaction(SW__PROFILE_SIGNAL, &mine, NULL), 0);
+    sw__profile_signal_restore();
+    cr_assert(handler_now() == program_handler);
+
+    /* And the usual case: the default disposition comes back. */
+    signal(SW__PROFILE_SIGNAL, SIG_DFL);
+    cr_assert_eq(sw__profile_signal_install(), 0);
+    sw__profile_signal_restore();
+    cr_assert(handler_now() == SIG_DFL);
 }

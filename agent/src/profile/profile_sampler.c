@@ -281,6 +281,12 @@ void sw__profile_signal_restore(void)
     if (!installed) {
         return;
     }
+    installed = false;
+    struct sigaction now;
+    if (sigaction(SW__PROFILE_SIGNAL, NULL, &now) != 0 || (now.sa_flags & SA_SIGINFO) == 0 ||
+        now.sa_sigaction != on_signal) {
+        return; /* the program installed its own since: it stays */
+    }
     /* A signal sent just before may still be pending on some thread: it must find a handler,
        not the default action (which ends the process). Ours does nothing without a request,
        so it stays while any could be pending; SIG_IGN drops pending ones at once. */
@@ -289,7 +295,6 @@ void sw__profile_signal_restore(void)
     ign.sa_handler = SIG_IGN;
     sigaction(SW__PROFILE_SIGNAL, &ign, NULL);
     sigaction(SW__PROFILE_SIGNAL, &old_action, NULL);
-    installed = false;
 }
 
 /* Takes a REQUESTED sample back, or waits (bounded) for a handler that is writing one. Returns

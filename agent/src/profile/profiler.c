@@ -38,6 +38,7 @@ struct sw__profiler {
     char instance[SW_CONFIG_NAME_MAX];
     char token[SW_CONFIG_NAME_MAX];
     uint32_t timeout_ms;
+    int64_t check_interval_ms;
     sw__grpc_cancel_t fetch_cancel;
     sw__periodic_t *fetch_thread;
 
@@ -153,7 +154,10 @@ static void task_reap(sw__profiler_t *p)
         p->sample_thread = NULL;
         p->running = NULL;
     }
-    if (p->running == NULL && p->waiting != NULL) {
+    /* A task starts its sampling thread one fetch period before its time, not earlier: the
+       thread wakes every dump period. */
+    if (p->running == NULL && p->waiting != NULL &&
+        wall_ms() >= p->waiting->start_ms - p->check_interval_ms) {
         const sw__profile_task_t *w = p->waiting;
         p->waiting = NULL;
         task_start(p, w);
@@ -165,8 +169,8 @@ static bool overlaps(const sw__profile_task_t *a, const sw__profile_task_t *b)
     return b != NULL && a->start_ms < b->end_ms && b->start_ms < a->end_ms;
 }
 
-/* Takes one checked task: refuses a repeated id, an overlap, a third task; else runs it or
-   lets it wait. */
+/* Takes one checked task: refuses a repeated id, an overlap, a second waiting one; else it waits
+   and task_reap starts it when nothing runs and its start is one fetch period away or less. */
 static void task_take(sw__profiler_t *p, const sw__profile_task_t *t)
 {
     char esc[SW__LOG_ESCAPED_SIZE];
@@ -188,20 +192,15 @@ static void task_take(sw__profiler_t *p, const sw__profile_task_t *t)
                 SW__LOG_ESC(esc, t->task_id), SW__LOG_ESC(oesc, other->task_id));
         return;
     }
-    if (p->running != NULL && p->waiting != NULL) {
-        sw__log(SW_LOG_WARN,
-                "profile task '%s' refused: two tasks are already running or "
-                "waiting",
+    if (p->waiting != NULL) {
+        sw__log(SW_LOG_WARN, "profile task '%s' refused: another task is already waiting",
                 SW__LOG_ESC(esc, t->task_id));
         return;
     }
     sw__profile_task_t *rec = &p->tasks[p->next_task++ % TASK_RING];
     *rec = *t;
-    if (p->running == NULL) {
-        task_start(p, rec);
-    } else {
-        p->waiting = rec;
-    }
+    p->waiting = rec;
+    task_reap(p); /* starts it now when nothing runs and its time is near */
 }
 
 static void fetch_run(void *arg)
@@ -281,6 +280,7 @@ int sw__profiler_start(const sw_config_t *cfg, sw__profile_current_fn current, s
     memcpy(p->token, cfg->authentication, sizeof p->token);
     p->token[sizeof p->token - 1] = '\0';
     p->timeout_ms = cfg->grpc_timeout_ms ? cfg->grpc_timeout_ms : 10000;
+    p->check_interval_ms = (int64_t)cfg->profile_check_interval_s * 1000;
     sw__grpc_notices_init(&p->notices);
     sw__grpc_cancel_init(&p->fetch_cancel);
     rc = sw__profile_sender_init(&p->sender, cfg, &p->notices, cfg->profile_dump_max_stack_depth,

@@ -217,8 +217,11 @@ static __attribute__((noinline, cold)) void profile_begin(sw__context_t *c, sw__
 
 sw__segment_t *sw__context_current_segment(void)
 {
-    /* Async-signal-safe: one thread-local read (the profiler's signal handler calls it on a
-       thread that has used its context, so its TLS block exists). */
+    /* Async-signal-safe: one thread-local read. The profiler's signal handler calls it on a
+       thread that began or attached a profiled segment, so its TLS block exists (with the
+       dynamic TLS model of a dlopened libskywalking.so a first access could allocate; the only
+       way there is a profiled thread that exited with its segment open and whose id a new
+       thread took before the next tick noticed). */
     return sw__tls_context.segment;
 }
 

@@ -93,6 +93,7 @@ fp_walk(uintptr_t fp, uintptr_t lo, uintptr_t hi, uintptr_t *frames, uint32_t n,
     return n;
 }
 
+/* The interrupted pc, frame pointer and stack pointer. Async-signal-safe. */
 static void regs_of(const ucontext_t *uc, uintptr_t *pc, uintptr_t *fp, uintptr_t *sp)
 {
 #if defined(__x86_64__)
@@ -109,7 +110,8 @@ static void regs_of(const ucontext_t *uc, uintptr_t *pc, uintptr_t *fp, uintptr_
 #endif
 }
 
-/* Every step by libunwind, from the cursor's frame outward. */
+/* Every step by libunwind, from the cursor's frame outward. Async-signal-safe (libunwind's local
+   unwinding is documented so). */
 static uint32_t unw_walk(unw_cursor_t *cur, uintptr_t *frames, uint32_t n, uint32_t max)
 {
     while (n < max && unw_step_p(cur) > 0) {

@@ -171,11 +171,13 @@ static char task_file[256];
 /* Writes the tasks file: `tasks` is the JSON list. */
 static void tasks_write(const char *tasks)
 {
-    snprintf(task_file, sizeof task_file, "%s/tasks.json", the_collector.dir);
-    FILE *f = fopen(task_file, "w");
+    char tmp[300];
+    snprintf(tmp, sizeof tmp, "%s.tmp", task_file);
+    FILE *f = fopen(tmp, "w");
     cr_assert_not_null(f);
     fputs(tasks, f);
     fclose(f);
+    cr_assert_eq(rename(tmp, task_file), 0); /* whole, as the collector may read it any time */
 }
 
 /* A valid task's JSON object for `endpoint`, whose one-minute window ends WINDOW_MS from now;
@@ -193,14 +195,23 @@ static void task_json(char *buf, size_t len, const char *id, const char *endpoin
              id, endpoint, (long long)*start_ms, (long long)now);
 }
 
-static void start_all(const char *tasks_json)
+/* Starts the collector, serving tasks from a file not written yet (no task). */
+static void collector_up(void)
 {
-    the_collector.dir[0] = '\0';
-    collector_start(&the_collector, 0, NULL, NULL); /* makes the directory */
-    collector_stop(&the_collector);
-    tasks_write(tasks_json);
+    collector_t *c = &the_collector;
+    snprintf(c->dir, sizeof c->dir, "/tmp/sw-grpc-test-XXXXXX"); /* as collector_start does */
+    cr_assert_not_null(mkdtemp(c->dir));
+    snprintf(c->out, sizeof c->out, "%.120s/records.jsonl", c->dir);
+    snprintf(c->port_file, sizeof c->port_file, "%.120s/port", c->dir);
+    snprintf(task_file, sizeof task_file, "%s/tasks.json", the_collector.dir);
     collector_profile_task_file = task_file;
     collector_start(&the_collector, 0, NULL, NULL);
+}
+
+/* Writes the tasks (the collector is up: their window starts counting now), starts the agent. */
+static void start_all(const char *tasks_json)
+{
+    tasks_write(tasks_json);
     sw_set_log_handler(log_handler, NULL);
     sw_config_t cfg;
     sw_config_init(&cfg);
@@ -294,6 +305,7 @@ static void wait_finish(const char *task, int64_t end_ms)
 static void fini(void)
 {
     sw_set_log_handler(NULL, NULL);
+    unlink(task_file);
     collector_fini();
 }
 
@@ -311,6 +323,7 @@ Test(profile, slow_endpoint_sampled_in_order, .fini = fini, .timeout = 120)
 {
     char task[512];
     int64_t start_ms, end_ms;
+    collector_up();
     task_json(task, sizeof task, "task-slow", "/slow", &start_ms, &end_ms);
     char list[600];
     snprintf(list, sizeof list, "[%s]", task);
@@ -405,6 +418,7 @@ Test(profile, other_endpoint_samples_nothing, .fini = fini, .timeout = 120)
 {
     char task[512];
     int64_t start_ms, end_ms;
+    collector_up();
     task_json(task, sizeof task, "task-other", "/other", &start_ms, &end_ms);
     char list[600];
     snprintf(list, sizeof list, "[%s]", task);
@@ -424,6 +438,7 @@ Test(profile, hostile_commands_refused, .fini = fini, .timeout = 120)
 {
     char ok[512];
     int64_t start_ms, end_ms;
+    collector_up();
     task_json(ok, sizeof ok, "t-ok", "/slow", &start_ms, &end_ms);
     long long now = (long long)wall_ms();
     char list[4096];
@@ -482,6 +497,7 @@ Test(profile, hostile_commands_refused, .fini = fini, .timeout = 120)
 Test(profile, kafka_reporter_never_profiles, .fini = fini, .timeout = 120)
 {
     /* The positive control first: with gRPC the profiler's thread runs. */
+    collector_up();
     start_all("[]");
     uint64_t deadline = now_ms() + WAIT_MS;
     while (!thread_stat_read("sw-profile", NULL, NULL)) {

@@ -6,7 +6,8 @@ if(TARGET skywalking)
                      test_span_alloc test_segment_pool test_chunk test_log
                      test_config_hostile test_file_reporter_shared
                      test_span_async test_span_mark test_w3c test_utf8
-                     test_request_context test_symbolizer)
+                     test_request_context test_symbolizer
+                     test_profile_sampler)
   # Meters and dynamic configuration (agent/src/meter, meter/meter_report.c, grpc/cds.c).
   list(APPEND SW_AGENT_TESTS test_meter)
   foreach(t ${SW_AGENT_TESTS})
@@ -67,6 +68,13 @@ if(TARGET skywalking)
   # What recording a user meter costs, against an atomic increment.
   sw_add_bench(meter_bench SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/bench/meter_bench.c
                LIBS skywalking)
+  # What a trace-profiling sample costs the sampled thread and the agent (agent/src/profile),
+  # against the same run without a task.
+  sw_add_bench(profile_bench SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/bench/profile_bench.c
+               LIBS skywalking PkgConfig::GRPC)
+  target_include_directories(profile_bench PRIVATE ${PROJECT_SOURCE_DIR}/agent/src)
+  target_compile_options(profile_bench PRIVATE
+    -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -fno-optimize-sibling-calls)
 endif()
 
 # One logging path (agent/src/log): no other write to stderr in the agent's library code.

@@ -58,3 +58,20 @@ if(TARGET skywalking)
   target_compile_definitions(test_grpc_hostile PRIVATE
     SW_TEST_GRPC_COLLECTOR="${CMAKE_CURRENT_SOURCE_DIR}/support/grpc_collector.py")
 endif()
+
+# Trace profiling (agent/src/profile) against the collector's ProfileTask service: the sampled
+# functions are built with frame pointers in every frame (docs/PROFILING.md, "Build flags"), and
+# not as tail calls, as a program that wants whole stacks is.
+if(TARGET skywalking)
+  sw_add_unit_test(test_profile
+    SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_profile.c
+            ${CMAKE_CURRENT_SOURCE_DIR}/integration/profile_cxx.cpp
+    LIBS skywalking
+    LABELS grpc
+    TIMEOUT 600
+    ENV ${grpc_test_env})
+  target_compile_options(test_profile PRIVATE
+    -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -fno-optimize-sibling-calls)
+  target_compile_definitions(test_profile PRIVATE
+    SW_TEST_GRPC_COLLECTOR="${CMAKE_CURRENT_SOURCE_DIR}/support/grpc_collector.py")
+endif()

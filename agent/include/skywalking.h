@@ -203,6 +203,12 @@ const char *sw_log_level_name(sw_log_level_t level);
  *                                       are spooled and sent by the service's next start
  *   SW_AGENT_CRASH_DIR                  where the crash spools live, the user's own directory
  *                                       (default /var/tmp/skywalking-c-crash-<euid>)
+
+ *   SW_AGENT_PROFILE_ACTIVE             true (default): answer the OAP's profile tasks (gRPC
+ *                                       reporter only; see docs/PROFILING.md)
+ *   SW_AGENT_PROFILE_CHECK_INTERVAL     seconds between profile task fetches, 1..86400 (20)
+ *   SW_AGENT_PROFILE_MAX_PARALLEL       segments profiled at once, 1..64 (5)
+ *   SW_AGENT_PROFILE_DUMP_MAX_STACK_DEPTH  frames kept of a sampled stack, 1..4096 (500)
  *
  * SW_AGENT_CONFIG=path names a file of `KEY=value` lines (# starts a comment); the environment
  * overrides the file.
@@ -273,6 +279,12 @@ typedef struct sw_config {
     /* The crash flight recorder (docs/CRASH.md). Appended like the fields above. */
     bool crash_recorder;                /* SW_AGENT_CRASH_RECORDER (default true) */
     char crash_dir[SW_CONFIG_TEXT_MAX]; /* SW_AGENT_CRASH_DIR ("": the default) */
+
+    /* Trace profiling (gRPC reporter only). Appended like the fields above. */
+    bool profile_active;                   /* SW_AGENT_PROFILE_ACTIVE (true) */
+    uint32_t profile_check_interval_s;     /* SW_AGENT_PROFILE_CHECK_INTERVAL, 1..86400 (20) */
+    uint32_t profile_max_parallel;         /* SW_AGENT_PROFILE_MAX_PARALLEL, 1..64 (5) */
+    uint32_t profile_dump_max_stack_depth; /* SW_AGENT_PROFILE_DUMP_MAX_STACK_DEPTH, 1..4096 */
 } sw_config_t;
 
 /* Fills `cfg` with the defaults (empty names are resolved by sw_init). Any thread. Cannot fail

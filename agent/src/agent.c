@@ -16,6 +16,7 @@
 #include "log/log.h"
 #include "applog/log_report.h"
 #include "pipeline/pipeline.h"
+#include "profile/profiler.h"
 #include "swc_errbuf.h"
 #include "util/locality.h"
 
@@ -26,6 +27,9 @@
 static pthread_mutex_t lifecycle = PTHREAD_MUTEX_INITIALIZER;
 static uint32_t epoch_counter;
 static bool hooks_registered;
+/* The run's profiler (gRPC reporter with SW_AGENT_PROFILE_ACTIVE), or NULL; protected by
+   lifecycle. */
+static sw__profiler_t *profiler;
 
 static int shutdown_impl(bool release_memory);
 
@@ -40,6 +44,8 @@ static void at_exit(void)
 
 static void after_fork_child(void)
 {
+    sw__profiler_after_fork_child();
+    profiler = NULL; /* the parent's threads are not in the child */
     sw__agent_after_fork_child();
 }
 
@@ -107,6 +113,15 @@ static int init_locked(const sw_config_t *cfg, char *errbuf, size_t errlen)
         return rc;
     }
     a->carrier = sw__pipeline_carrier(a->pipeline);
+    rc = sw__profiler_start(&a->config, sw__context_current_segment, &profiler, errbuf, errlen);
+    if (rc != 0) {
+        sw__pipeline_stop(a->pipeline);
+        a->pipeline = NULL;
+        a->carrier = NULL;
+        sw__encoder_free(&a->encoder);
+        sw__dyncfg_release();
+        return rc;
+    }
     /* The crash recorder: this process's spool and handlers (crash/crash.h; cannot fail
        sw_init). What crashed processes of the service left is sent once the run is
        published (sw_init). */
@@ -170,6 +185,9 @@ static int shutdown_impl(bool release_memory)
     /* From here on new spans are no-ops; segments finishing now are rejected and counted. */
     atomic_store_explicit(&sw__epoch, 0, memory_order_release);
     sw__crash_disarm(); /* a normal end: the spool goes */
+
+    sw__profiler_stop(profiler);
+    profiler = NULL;
     if (release_memory) {
         sw__pipeline_stop(sw__agent.pipeline);
         sw__agent.pipeline = NULL;

@@ -5,6 +5,12 @@
  * NUL-terminated string within SW_CDS_UUID_MAX, the dynamic settings are within their bounds,
  * and every message logged is one line of printable text within the log's bounds. Each input
  * starts from the startup values and an empty UUID.
+ *
+ * The same bytes as an answer of ProfileTask/getProfileTaskCommands
+ * (agent/src/profile/profile_task.c): sw__profile_tasks_parse refuses them (-1) or returns at
+ * most `max` tasks, each with every argument within the bounds profile_task.h gives (a 0 or
+ * negative dump period, a huge count, garbage and a missing endpoint are refused and logged),
+ * its strings NUL-terminated, and the last CreateTime never lowered.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -16,6 +22,7 @@
 #include "fuzz_log_check.h"
 #include "log/log.h"
 #include "grpc/cds.h"
+#include "profile/profile_task.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -33,6 +40,32 @@ static void startup(void)
     sw__sampler_init(&sampler, cfg.sample_n_per_3_secs);
     if (sw__dyncfg_init(&cfg, SPAN_CAPACITY, &sampler, err, sizeof err) != 0) {
         abort();
+    }
+}
+
+/* The profile task checks on the same bytes (see the top of this file). */
+static void profile_tasks_check(const uint8_t *data, size_t size)
+{
+    sw__profile_task_t tasks[3];
+    int64_t last = 5;
+    const int64_t now = INT64_C(1700000000000);
+    int n = sw__profile_tasks_parse(data, size, now, tasks, 3, &last);
+    if (n < -1 || n > 3 || last < 5) {
+        abort();
+    }
+    for (int i = 0; i < n; i++) {
+        const sw__profile_task_t *t = &tasks[i];
+        if (memchr(t->task_id, '\0', sizeof t->task_id) == NULL || t->task_id[0] == '\0' ||
+            memchr(t->endpoint, '\0', sizeof t->endpoint) == NULL || t->endpoint[0] == '\0' ||
+            t->duration_min < SW__PROFILE_DURATION_MIN ||
+            t->duration_min > SW__PROFILE_DURATION_MAX ||
+            t->dump_period_ms < SW__PROFILE_DUMP_MIN_MS ||
+            t->dump_period_ms > SW__PROFILE_DUMP_MAX_MS || t->max_sampling_count < 1 ||
+            t->max_sampling_count > SW__PROFILE_SAMPLING_MAX ||
+            t->min_duration_ms > SW__PROFILE_THRESHOLD_MAX || t->start_ms < 0 ||
+            t->end_ms != t->start_ms + (int64_t)t->duration_min * 60000 || t->end_ms <= now) {
+            abort();
+        }
     }
 }
 
@@ -67,5 +100,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     }
     (void)sw__dyncfg_ignored("GET /x.startup");
+    profile_tasks_check(data, size);
     return 0;
 }

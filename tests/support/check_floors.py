@@ -12,7 +12,7 @@ FLOORS = {
     'report': 3,
     'meter': 4, 'applog': 4,
     'kafka': 5, 'grpc': 5,
-    'pipeline': 6,
+    'pipeline': 6, 'profile': 6,
     'core': 7,
     'crash': 8,
     '.': 9,

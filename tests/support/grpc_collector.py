@@ -27,6 +27,19 @@ one JSON object per line, written whole and flushed, so that C tests can read it
    "service": ..., "serviceInstance": ..., "parameters": {k: v}, "startTime": ms,
    "endTime": ms, "layer": ...}
 
+  {"kind": "profile_query", "service": ..., "serviceInstance": ..., "lastCommandTime": ms}
+  {"kind": "snapshot", "taskId": ..., "traceSegmentId": ..., "time": ms, "sequence": n,
+   "stack": [codeSignature, ...]}
+  {"kind": "profile_finish", "service": ..., "serviceInstance": ..., "taskId": ...,
+   "received": ms (the collector's clock)}
+
+ProfileTask/getProfileTaskCommands answers with what --profile-task-file holds at the time of the
+call: a JSON list of tasks, each an object of the command's args ({"TaskId": ..., "EndpointName":
+..., "Duration": "1", ...}, values as strings, sent as they are so that tests can send garbage);
+as the OAP does, only tasks whose "CreateTime" is greater than the request's lastCommandTime
+are sent (a task without a numeric CreateTime always is). Each becomes one Command
+"ProfileTaskQuery" with args SerialNumber then the task's keys in the file's order.
+
 A meters record is one MeterReportService/collect stream (service, instance and timestamp are
 taken from its first element; later_with_entity counts later elements that set any of them,
 which an agent should not do). ConfigurationDiscoveryService/fetchConfigurations answers with
@@ -49,6 +62,7 @@ Options:
   --proto-dir DIR    where the .proto files are (default: <repo>/proto)
   --tls-cert PATH    serve TLS with this PEM certificate chain (and --tls-key PATH, its key)
   --cds-file PATH    the configuration discovery answer (see above)
+  --profile-task-file PATH  the profile tasks to serve (see above)
   --tls-client-ca PATH  with --tls-cert: require a client certificate signed by this CA
                      (mutual TLS); a client without one is refused in the handshake
   --answer-pad N     append to every Commands answer (collect, InstanceProperties, keepAlive,
@@ -273,6 +287,77 @@ def build_meter_cds_servicers(args, recorder, authorized):
             ConfigurationDiscoveryService())
 
 
+# ---- trace profiling (ProfileTask) ----------------------------------------------------------
+
+
+def build_profile_servicer(args, recorder, authorized):
+    """ProfileTask: getProfileTaskCommands from --profile-task-file, collectSnapshot and
+    reportTaskFinish recorded."""
+    import time
+    import command_pb2
+    import common_pb2
+    import profile_pb2_grpc
+
+    serial = {"n": 0}
+    serial_lock = threading.Lock()
+
+    def newer(task, last):
+        try:
+            return int(task.get("CreateTime", "")) > last
+        except ValueError:
+            return True
+
+    class ProfileTask(profile_pb2_grpc.ProfileTaskServicer):
+        def getProfileTaskCommands(self, request, context):
+            authorized(context, "getProfileTaskCommands")
+            recorder.write([{"kind": "profile_query", "service": request.service,
+                             "serviceInstance": request.serviceInstance,
+                             "lastCommandTime": request.lastCommandTime}])
+            out = command_pb2.Commands()
+            if not args.profile_task_file:
+                return out
+            try:
+                with open(args.profile_task_file, encoding="utf-8") as f:
+                    tasks = json.load(f)
+            except FileNotFoundError:
+                return out
+            for task in tasks:
+                if not newer(task, request.lastCommandTime):
+                    continue
+                with serial_lock:
+                    serial["n"] += 1
+                    n = serial["n"]
+                kvs = [common_pb2.KeyStringValuePair(key="SerialNumber", value=str(n))]
+                for key, value in task.items():
+                    kvs.append(common_pb2.KeyStringValuePair(key=key, value=str(value)))
+                out.commands.append(command_pb2.Command(command="ProfileTaskQuery", args=kvs))
+            return out
+
+        def collectSnapshot(self, request_iterator, context):
+            authorized(context, "collectSnapshot")
+            records = []
+            for snap in request_iterator:
+                records.append({"kind": "snapshot", "taskId": snap.taskId,
+                                "traceSegmentId": snap.traceSegmentId, "time": snap.time,
+                                "sequence": snap.sequence,
+                                "stack": list(snap.stack.codeSignatures)})
+            recorder.write(records)
+            return command_pb2.Commands()
+
+        def reportTaskFinish(self, request, context):
+            authorized(context, "reportTaskFinish")
+            recorder.write([{"kind": "profile_finish", "service": request.service,
+                             "serviceInstance": request.serviceInstance,
+                             "taskId": request.taskId,
+                             "received": int(time.time() * 1000)}])
+            return command_pb2.Commands()
+
+    def add_to_server(server):
+        profile_pb2_grpc.add_ProfileTaskServicer_to_server(ProfileTask(), server)
+
+    return add_to_server
+
+
 # ---- logs and events (LogReportService, EventService) ------------------------------------
 
 
@@ -358,6 +443,7 @@ def main():
     parser.add_argument("--tls-cert")
     parser.add_argument("--tls-key")
     parser.add_argument("--cds-file")
+    parser.add_argument("--profile-task-file")
     parser.add_argument("--tls-client-ca")
     parser.add_argument("--answer-pad", type=int, default=0)
     parser.add_argument("--test-double-reject-collect", action="store_true")
@@ -383,6 +469,7 @@ def main():
         meter_grpc.add_MeterReportServiceServicer_to_server(meter, server)
         cds_grpc.add_ConfigurationDiscoveryServiceServicer_to_server(cds, server)
         add_log_event_services(server)
+        build_profile_servicer(args, recorder, authorized)(server)
         address = f"127.0.0.1:{args.port}"
         if args.tls_cert:
             port = server.add_secure_port(address, tls_server_credentials(args))

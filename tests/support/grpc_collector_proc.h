@@ -86,6 +86,8 @@ static const char *collector_tls_cert, *collector_tls_key;
 static const char *collector_tls_client_ca;
 /* When set, the next collector answers fetchConfigurations from this file (--cds-file). */
 static const char *collector_cds_file;
+/* When set, the next collector serves profile tasks from this file (--profile-task-file). */
+static const char *collector_profile_task_file;
 /* When set, the next collector pads every Commands answer by this many bytes (--answer-pad). */
 static const char *collector_answer_pad;
 /* When set, the next collector is the test double that fails every collect call
@@ -103,7 +105,7 @@ static inline void collector_start(collector_t *c, int port, const char *token, 
     unlink(c->port_file);
     char port_arg[16];
     snprintf(port_arg, sizeof port_arg, "%d", port);
-    const char *argv[24] = {PYTHON,        SW_TEST_GRPC_COLLECTOR, "--port", port_arg,
+    const char *argv[28] = {PYTHON,        SW_TEST_GRPC_COLLECTOR, "--port", port_arg,
                             "--port-file", c->port_file,           "--out",  c->out};
     int argc = 8;
     if (token != NULL) {
@@ -117,6 +119,10 @@ static inline void collector_start(collector_t *c, int port, const char *token, 
     if (collector_cds_file != NULL) {
         argv[argc++] = "--cds-file";
         argv[argc++] = collector_cds_file;
+    }
+    if (collector_profile_task_file != NULL) {
+        argv[argc++] = "--profile-task-file";
+        argv[argc++] = collector_profile_task_file;
     }
     if (collector_answer_pad != NULL) {
         argv[argc++] = "--answer-pad";

@@ -90,6 +90,13 @@ static const key_desc_t keys[] = {
     /* The crash flight recorder (agent/src/crash). */
     {"SW_AGENT_CRASH_RECORDER", KIND_BOOL, offsetof(sw_config_t, crash_recorder), 0, 0, 0},
     TEXT("SW_AGENT_CRASH_DIR", crash_dir),
+
+    /* Trace profiling (agent/src/profile). */
+    {"SW_AGENT_PROFILE_ACTIVE", KIND_BOOL, offsetof(sw_config_t, profile_active), 0, 0, 0},
+    NUM("SW_AGENT_PROFILE_CHECK_INTERVAL", KIND_UINT32, profile_check_interval_s, 1, 86400),
+    NUM("SW_AGENT_PROFILE_MAX_PARALLEL", KIND_UINT32, profile_max_parallel, 1, 64),
+    NUM("SW_AGENT_PROFILE_DUMP_MAX_STACK_DEPTH", KIND_UINT32, profile_dump_max_stack_depth, 1,
+        4096),
 };
 
 size_t sw__config_key_count(void)
@@ -128,6 +135,13 @@ void sw_config_init(sw_config_t *cfg)
     cfg->plugin_sql_body_max_length = SW__PLUGIN_SQL_BODY_DEFAULT;
     cfg->plugin_redis_trace_key = true;
     cfg->crash_recorder = true;
+
+    /* The Java agent's profile.active, collector.get_profile_task_interval,
+       profile.max_parallel and profile.dump_max_stack_depth. */
+    cfg->profile_active = true;
+    cfg->profile_check_interval_s = 20;
+    cfg->profile_max_parallel = 5;
+    cfg->profile_dump_max_stack_depth = 500;
     snprintf(cfg->file_path, sizeof cfg->file_path, "skywalking-segments.bin");
 }
 

@@ -14,6 +14,7 @@
 #include "../segment/clock.h"
 #include "../config/dynamic_config.h"
 #include "../util/locality.h"
+#include "../profile/profile_sampler.h"
 
 _Thread_local sw__context_t sw__tls_context SW__TLS_MODEL = {.active = -1};
 
@@ -206,6 +207,30 @@ SW__HOT int32_t sw__context_span_add(sw__context_t *c, sw__segment_t *seg, int32
     return (int32_t)id;
 }
 
+/* A task samples: profiles the segment when its first span is the task's endpoint. Its ids are
+   made now, the snapshots name it. acquire: the task and the slots (partner: the release in
+   sw__profile_sampler_start). */
+static __attribute__((noinline, cold)) void profile_begin(sw__context_t *c, sw__segment_t *seg,
+                                                          const char *op, int64_t now_ms)
+{
+    const sw__profile_task_t *task =
+        atomic_load_explicit(&sw__profile_task_now, memory_order_acquire);
+    if (task != NULL && sw__profile_wants(task, op)) {
+        sw__context_ids(c, seg);
+        sw__profile_begin(task, seg, seg->segment_id, now_ms);
+    }
+}
+
+sw__segment_t *sw__context_current_segment(void)
+{
+    /* Async-signal-safe: one thread-local read. The profiler's signal handler calls it on a
+       thread that began or attached a profiled segment, so its TLS block exists (with the
+       dynamic TLS model of a dlopened libskywalking.so a first access could allocate; the only
+       way there is a profiled thread that exited with its segment open and whose id a new
+       thread took before the next tick noticed). */
+    return sw__tls_context.segment;
+}
+
 SW__HOT void sw__context_start(sw__context_t *c, sw_span_type_t type, const char *op,
                                const char *peer, const sw__sw8_t *upstream, int64_t now_ms)
 {
@@ -248,6 +273,12 @@ SW__HOT void sw__context_start(sw__context_t *c, sw_span_type_t type, const char
     c->segment = seg;
     c->active = -1;
     sw__context_push(c, type, op, peer, now_ms);
+    /* Trace profiling: one relaxed load while no task samples (profile/profile_sampler.h). */
+    const sw__profile_task_t *task =
+        atomic_load_explicit(&sw__profile_task_now, memory_order_relaxed);
+    if (__builtin_expect(task != NULL, 0)) {
+        profile_begin(c, seg, op, now_ms);
+    }
 }
 
 SW__HOT void sw__context_ids_make(sw__context_t *c, sw__segment_t *seg)
@@ -304,6 +335,11 @@ SW__HOT void sw__context_finish(sw__context_t *c)
 
 SW__HOT void sw__context_report(sw__context_t *c, sw__segment_t *seg)
 {
+    /* Trace profiling: one relaxed load while no task samples. */
+    if (__builtin_expect(atomic_load_explicit(&sw__profile_task_now, memory_order_relaxed) != NULL,
+                         0)) {
+        sw__profile_end(seg);
+    }
     sw__segment_prefetch_used(seg);
     sw__context_ids(c, seg);
     if (seg->truncations != 0) {

@@ -178,4 +178,9 @@ static inline sw__context_t *sw__context_recording(int *rc)
     return NULL;
 }
 
+/* The segment the calling thread records now (its span stack's, or an attached request
+   context's), or NULL: the profiler's signal handler asks it (profile/profile_sampler.h).
+   Async-signal-safe. */
+sw__segment_t *sw__context_current_segment(void);
+
 #endif /* SW_CORE_CONTEXT_H */

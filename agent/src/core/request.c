@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../profile/profile_sampler.h"
 #include "../segment/clock.h"
 #include "agent_state.h"
 #include "context.h"
@@ -413,6 +414,11 @@ int sw_context_attach(sw_span_ref_t span, sw_attach_t *saved)
         saved->nested_ = true; /* attached on this thread already: keep ctx_user */
     }
     seg->ctx_holds++;
+    /* Trace profiling: a profiled context is sampled on the thread it is attached to. */
+    if (__builtin_expect(atomic_load_explicit(&sw__profile_task_now, memory_order_relaxed) != NULL,
+                         0)) {
+        sw__profile_attach(seg);
+    }
     return SW_OK;
 }
 

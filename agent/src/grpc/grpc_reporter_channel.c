@@ -132,7 +132,9 @@ int sw__grpc_conn_create(const sw_config_t *cfg, const char *role, sw__grpc_conn
     }
     c->role = role;
     c->answer_max =
-        strcmp(role, "configuration discovery") == 0 ? SW_GRPC_CDS_ANSWER_MAX : SW_GRPC_ANSWER_MAX;
+        strcmp(role, "configuration discovery") == 0 || strcmp(role, "profile tasks") == 0
+            ? SW_GRPC_CDS_ANSWER_MAX
+            : SW_GRPC_ANSWER_MAX;
     if (strcmp(role, "segments") == 0) {
         atomic_store_explicit(&client_cert_hint_logged, false, memory_order_relaxed);
     }

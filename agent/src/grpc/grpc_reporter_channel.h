@@ -29,7 +29,9 @@
    gRPC's default is 4 MiB): every answer is a Commands message. A real OAP answers collect,
    InstanceProperties and keepAlive with no command or a few short ones; a configuration
    discovery answer carries the service's dynamic settings (the agent uses three, each at most
-   SW_CONFIG_TEXT_MAX bytes). A larger answer fails its call with RESOURCE_EXHAUSTED: a
+   SW_CONFIG_TEXT_MAX bytes), and so may a getProfileTaskCommands answer (role "profile tasks":
+   a few tasks of nine short arguments each). A larger answer fails its call with
+   RESOURCE_EXHAUSTED: a
    hostile or broken collector cannot make the agent allocate and parse megabytes. */
 #define SW_GRPC_ANSWER_MAX     4096
 #define SW_GRPC_CDS_ANSWER_MAX 16384
@@ -41,9 +43,9 @@ typedef struct sw__grpc_conn sw__grpc_conn_t;
 /*
  * Parses cfg->backend_services ("host:port[,host:port...]") and prepares the credentials
  * (TLS when cfg->grpc_ssl, with the PEM roots read from cfg->grpc_ssl_ca_file when set).
- * `role` names the user in log lines ("segments", "management"); the role "configuration
- * discovery" may receive answers of SW_GRPC_CDS_ANSWER_MAX bytes, every other one
- * SW_GRPC_ANSWER_MAX. A token (cfg->authentication) without TLS is warned about once per
+ * `role` names the user in log lines ("segments", "management"); the roles "configuration
+ * discovery" and "profile tasks" may receive answers of SW_GRPC_CDS_ANSWER_MAX bytes, every other
+ * one SW_GRPC_ANSWER_MAX. A token (cfg->authentication) without TLS is warned about once per
  * process: it travels in clear text. Does not connect. Returns 0
  * and *out; SW_ECONFIG with a message naming the key in errbuf (empty list, an entry without
  * a port, too many entries, unreadable CA file); SW_ENOMEM. grpc_init() must have been called.

@@ -4,6 +4,7 @@
  */
 #include "symbol_module.h"
 
+#include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -176,6 +177,26 @@ static void charge_debug_file(sw__symbol_modules_t *m, sw__symbol_module_t *e)
     m->bytes += extra;
 }
 
+/* The line of `addr` found by walking the compile units: libdw before 0.191 finds a line
+   through .debug_aranges only, which clang does not emit. */
+static void line_by_cu(Dwfl_Module *mod, Dwarf_Addr addr, sw__symbol_info_t *info)
+{
+    Dwarf_Addr bias = 0;
+    Dwarf_Die *cu = NULL;
+    while ((cu = dwfl_module_nextcu(mod, cu, &bias)) != NULL) {
+        if (dwarf_haspc(cu, addr - bias) <= 0) {
+            continue;
+        }
+        Dwarf_Line *l = dwarf_getsrc_die(cu, addr - bias);
+        int lineno = 0;
+        if (l != NULL && dwarf_lineno(l, &lineno) == 0) {
+            info->src = dwarf_linesrc(l, NULL, NULL);
+            info->line = lineno;
+        }
+        return;
+    }
+}
+
 bool sw__symbol_modules_lookup(sw__symbol_modules_t *m, const char *path, uint64_t offset,
                                sw__symbol_info_t *info)
 {
@@ -193,6 +214,8 @@ bool sw__symbol_modules_lookup(sw__symbol_modules_t *m, const char *path, uint64
         int lineno = 0;
         info->src = dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL);
         info->line = lineno;
+    } else {
+        line_by_cu(e->mod, (Dwarf_Addr)offset, info);
     }
     charge_debug_file(m, e);
     return true;

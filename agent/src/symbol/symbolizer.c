@@ -143,6 +143,15 @@ static size_t format_frame(sw__symbolizer_t *s, const char *name, const char *sr
             }
         }
     }
+    /* A C name with a compiler suffix (GCC's clones: "f.constprop.0", "f.isra.0", "f.part.0",
+       "f.cold"): the function's own name, so that its samples merge with the original's. */
+    char plain[256];
+    const char *dot = name != NULL && demangled == NULL ? strchr(name, '.') : NULL;
+    if (dot != NULL && dot != name && (size_t)(dot - name) < sizeof plain) {
+        memcpy(plain, name, (size_t)(dot - name));
+        plain[dot - name] = '\0';
+        name = plain;
+    }
     int n;
     if (name != NULL && src != NULL && line > 0) {
         n = snprintf(out, cap, "%s (%s:%d)", name, base_name(src), line);

@@ -12,6 +12,7 @@
  *   "libfoo.so+0x1a2b"                  no symbol covers the address: module basename + offset
  *   "0x7f12345678"                      no module covers the address
  *
+ * A C symbol's compiler suffix is dropped ("f.constprop.0", "f.isra.0", "f.cold" read "f").
  * The file is the basename of the DWARF line table's file, so equal frames compare equal across
  * builds in different directories. A frame without a line keeps only the module (no offset), so
  * samples inside one function merge in the OAP's tree.

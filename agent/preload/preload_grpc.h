@@ -1,0 +1,42 @@
+/*
+ * preload_grpc.h - the pure parts of the gRPC plugin (preload_grpc.c), for its tests and fuzz
+ * target: the propagation entries of a client call's metadata, and the incoming headers of a
+ * server call's metadata.
+ */
+#ifndef SW_PRELOAD_GRPC_H
+#define SW_PRELOAD_GRPC_H
+
+#include <grpc/grpc.h>
+#include <stddef.h>
+
+#include "skywalking.h"
+
+/* sw8, sw8-correlation, sw8-x, traceparent, tracestate */
+#define SW__GRPC_PROPAGATION_MAX 5
+
+/* The incoming headers of a server call, copied out of its metadata (NUL-terminated). */
+typedef struct sw__grpc_headers {
+    sw_headers_t in; /* points into the buffers below; NULL members are absent */
+    char sw8[SW_SW8_MAX];
+    char correlation[SW_CORRELATION_HEADER_MAX];
+    char x[SW_SW8_X_MAX];
+    char traceparent[SW_TRACEPARENT_MAX];
+    char tracestate[SW_TRACESTATE_MAX];
+} sw__grpc_headers_t;
+
+/*
+ * Fills *h from `md` (NULL: none): the first entry of each propagation key, when its value is
+ * not empty and fits its buffer (a longer one is not one an agent wrote, and is ignored). The
+ * values are only copied: sw_context_begin_entry parses them, and refuses malformed ones (a
+ * new trace starts). Any thread; never allocates.
+ */
+void sw__grpc_headers_from_metadata(const grpc_metadata_array *md, sw__grpc_headers_t *h);
+
+/*
+ * Writes into md[0 .. SW__GRPC_PROPAGATION_MAX) the propagation entries of the exit span
+ * `span` (SW_AGENT_PROPAGATION says which) and returns how many: static keys, values in new
+ * gRPC slices that the caller must unref. 0 when the span is not recorded.
+ */
+size_t sw__grpc_propagation_build(sw_span_ref_t span, grpc_metadata *md);
+
+#endif /* SW_PRELOAD_GRPC_H */

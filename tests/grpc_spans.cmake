@@ -29,6 +29,9 @@ if(NOT SW_SANITIZE)
   add_executable(gs_server ${gs_dir}/gs_server.cpp)
   target_link_libraries(gs_server PRIVATE gs_echo_proto Threads::Threads)
   sw_target_defaults(gs_server)
+  add_executable(gs_sync_server ${gs_dir}/gs_sync_server.cpp)
+  target_link_libraries(gs_sync_server PRIVATE gs_echo_proto Threads::Threads)
+  sw_target_defaults(gs_sync_server)
   add_executable(gs_client ${gs_dir}/gs_client.cpp)
   target_link_libraries(gs_client PRIVATE gs_echo_proto skywalking_shared Threads::Threads)
   sw_target_defaults(gs_client)
@@ -36,10 +39,11 @@ if(NOT SW_SANITIZE)
   add_test(NAME grpc_spans
     COMMAND /usr/bin/python3 ${gs_dir}/test_grpc_spans.py
             --preload $<TARGET_FILE:skywalking-preload>
-            --server $<TARGET_FILE:gs_server> --client $<TARGET_FILE:gs_client>
+            --server $<TARGET_FILE:gs_server> --sync-server $<TARGET_FILE:gs_sync_server>
+            --client $<TARGET_FILE:gs_client>
             --collector ${CMAKE_CURRENT_SOURCE_DIR}/support/grpc_collector.py
             --py-peer ${gs_dir}/gs_py_peer.py)
   set_tests_properties(grpc_spans PROPERTIES LABELS "preload;grpc" TIMEOUT 300)
   # The driver runs the targets it names; building the test builds them.
-  add_custom_target(grpc_spans_programs ALL DEPENDS skywalking-preload gs_server gs_client)
+  add_custom_target(grpc_spans_programs ALL DEPENDS skywalking-preload gs_server gs_sync_server gs_client)
 endif()

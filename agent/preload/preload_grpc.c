@@ -66,7 +66,7 @@ typedef struct pending {
     grpc_call *call;           /* PEND_STATUS */
     grpc_status_code *status;  /* PEND_STATUS: the caller's, written before the completion */
     grpc_slice *details;
-    grpc_call **callp;         /* PEND_REQUEST: filled by gRPC before the completion */
+    grpc_call **callp; /* PEND_REQUEST: filled by gRPC before the completion */
     grpc_metadata_array *md;
     grpc_call_details *call_details; /* unregistered requests */
     char *method;                    /* registered requests: a copy of the registration's */
@@ -282,8 +282,8 @@ size_t sw__grpc_propagation_build(sw_span_ref_t span, grpc_metadata *md)
         sw_span_ref_inject_w3c(span, tp, sizeof tp, ts, sizeof ts) != SW_OK) {
         tp[0] = ts[0] = '\0';
     }
-    static const char *const keys[SW__GRPC_PROPAGATION_MAX] = {
-        "sw8", "sw8-correlation", "sw8-x", "traceparent", "tracestate"};
+    static const char *const keys[SW__GRPC_PROPAGATION_MAX] = {"sw8", "sw8-correlation", "sw8-x",
+                                                               "traceparent", "tracestate"};
     const char *values[SW__GRPC_PROPAGATION_MAX] = {sw8, corr, x, tp, ts};
     size_t n = 0;
     for (size_t i = 0; i < SW__GRPC_PROPAGATION_MAX; i++) {
@@ -336,8 +336,8 @@ grpc_call *grpc_channel_create_call(grpc_channel *channel, grpc_call *parent_cal
     if (real == NULL) {
         return NULL;
     }
-    grpc_call *call = real(channel, parent_call, propagation_mask, cq, method, host, deadline,
-                           reserved);
+    grpc_call *call =
+        real(channel, parent_call, propagation_mask, cq, method, host, deadline, reserved);
     if (call == NULL || cq == NULL ||
         reporting_method((const char *)GRPC_SLICE_START_PTR(method), GRPC_SLICE_LENGTH(method)) ||
         !tracing()) {
@@ -352,9 +352,8 @@ grpc_call *grpc_channel_create_call(grpc_channel *channel, grpc_call *parent_cal
 }
 
 grpc_call *grpc_channel_create_registered_call(grpc_channel *channel, grpc_call *parent_call,
-                                               uint32_t propagation_mask,
-                                               grpc_completion_queue *cq, void *handle,
-                                               gpr_timespec deadline, void *reserved)
+                                               uint32_t propagation_mask, grpc_completion_queue *cq,
+                                               void *handle, gpr_timespec deadline, void *reserved)
 {
     grpc_call *(*real)(grpc_channel *, grpc_call *, uint32_t, grpc_completion_queue *, void *,
                        gpr_timespec, void *);
@@ -411,8 +410,8 @@ static void attach_end(void)
 void sw__grpc_headers_from_metadata(const grpc_metadata_array *md, sw__grpc_headers_t *h)
 {
     memset(h, 0, sizeof *h);
-    static const char *const keys[SW__GRPC_PROPAGATION_MAX] = {
-        "sw8", "sw8-correlation", "sw8-x", "traceparent", "tracestate"};
+    static const char *const keys[SW__GRPC_PROPAGATION_MAX] = {"sw8", "sw8-correlation", "sw8-x",
+                                                               "traceparent", "tracestate"};
     char *bufs[SW__GRPC_PROPAGATION_MAX] = {h->sw8, h->correlation, h->x, h->traceparent,
                                             h->tracestate};
     const size_t lens[SW__GRPC_PROPAGATION_MAX] = {sizeof h->sw8, sizeof h->correlation,
@@ -521,38 +520,68 @@ static pending_t *request_pending(grpc_call **callp, grpc_metadata_array *md,
     return p;
 }
 
+/* A copy of the method registered as `handle` (malloc), or NULL. */
+static char *registered_method_copy(void *handle)
+{
+    sw__plugin_lock(SW__PLUGIN_LOCK_GRPC);
+    registration_t *r = (registration_t *)sw__handle_map_find(&registrations, handle);
+    char *m = r != NULL ? strdup(r->method) : NULL;
+    sw__plugin_unlock(SW__PLUGIN_LOCK_GRPC);
+    return m;
+}
+
+bool sw__grpc_server_tracing(void)
+{
+    return tracing();
+}
+
+void sw__grpc_request_note(void *tag, grpc_call **callp, grpc_metadata_array *md,
+                           grpc_call_details *details, void *method_tag, grpc_completion_queue *cq)
+{
+    pending_t *p = request_pending(callp, md, cq, tag);
+    if (p == NULL) {
+        return;
+    }
+    if (method_tag != NULL) {
+        p->method = registered_method_copy(method_tag);
+    }
+    p->call_details = details;
+    if (p->method == NULL && details == NULL) {
+        free(p);
+        return;
+    }
+    map_put(&pendings, &pendings_n, &p->node);
+}
+
 grpc_call_error grpc_server_request_call(grpc_server *server, grpc_call **call,
                                          grpc_call_details *details,
                                          grpc_metadata_array *request_metadata,
                                          grpc_completion_queue *cq_bound_to_call,
                                          grpc_completion_queue *cq_for_notification, void *tag)
 {
-    grpc_call_error (*real)(grpc_server *, grpc_call **, grpc_call_details *,
-                            grpc_metadata_array *, grpc_completion_queue *,
-                            grpc_completion_queue *, void *);
+    grpc_call_error (*real)(grpc_server *, grpc_call **, grpc_call_details *, grpc_metadata_array *,
+                            grpc_completion_queue *, grpc_completion_queue *, void *);
     SW__PRELOAD_REAL(real, "grpc_server_request_call");
     if (real == NULL) {
         return GRPC_CALL_ERROR;
     }
-    pending_t *p = details != NULL
-                       ? request_pending(call, request_metadata, cq_for_notification, tag)
-                       : NULL;
+    pending_t *p =
+        details != NULL ? request_pending(call, request_metadata, cq_for_notification, tag) : NULL;
     if (p == NULL) {
-        return real(server, call, details, request_metadata, cq_bound_to_call,
-                    cq_for_notification, tag);
+        return real(server, call, details, request_metadata, cq_bound_to_call, cq_for_notification,
+                    tag);
     }
     p->call_details = details;
     map_put(&pendings, &pendings_n, &p->node);
-    return request_track(real(server, call, details, request_metadata, cq_bound_to_call,
-                              cq_for_notification, tag),
-                         p);
+    return request_track(
+        real(server, call, details, request_metadata, cq_bound_to_call, cq_for_notification, tag),
+        p);
 }
 
 grpc_call_error grpc_server_request_registered_call(
     grpc_server *server, void *registered_method, grpc_call **call, gpr_timespec *deadline,
     grpc_metadata_array *request_metadata, grpc_byte_buffer **optional_payload,
-    grpc_completion_queue *cq_bound_to_call, grpc_completion_queue *cq_for_notification,
-    void *tag)
+    grpc_completion_queue *cq_bound_to_call, grpc_completion_queue *cq_for_notification, void *tag)
 {
     grpc_call_error (*real)(grpc_server *, void *, grpc_call **, gpr_timespec *,
                             grpc_metadata_array *, grpc_byte_buffer **, grpc_completion_queue *,
@@ -562,20 +591,13 @@ grpc_call_error grpc_server_request_registered_call(
         return GRPC_CALL_ERROR;
     }
     pending_t *p = request_pending(call, request_metadata, cq_for_notification, tag);
-    if (p != NULL) {
-        sw__plugin_lock(SW__PLUGIN_LOCK_GRPC);
-        registration_t *r =
-            (registration_t *)sw__handle_map_find(&registrations, registered_method);
-        p->method = r != NULL ? strdup(r->method) : NULL;
-        sw__plugin_unlock(SW__PLUGIN_LOCK_GRPC);
-        if (p->method == NULL) {
-            free(p);
-            p = NULL;
-        }
+    if (p != NULL && (p->method = registered_method_copy(registered_method)) == NULL) {
+        free(p);
+        p = NULL;
     }
     if (p == NULL) {
-        return real(server, registered_method, call, deadline, request_metadata,
-                    optional_payload, cq_bound_to_call, cq_for_notification, tag);
+        return real(server, registered_method, call, deadline, request_metadata, optional_payload,
+                    cq_bound_to_call, cq_for_notification, tag);
     }
     map_put(&pendings, &pendings_n, &p->node);
     return request_track(real(server, registered_method, call, deadline, request_metadata,
@@ -588,18 +610,16 @@ grpc_call_error grpc_server_request_registered_call(
 /* ----------------------------------------------------------------------------------------- */
 
 /* Runs a client batch with our propagation entries added to its initial metadata. */
-static grpc_call_error batch_with_metadata(const real_fns_t *f, grpc_call *call,
-                                           const grpc_op *ops, size_t nops, void *tag,
-                                           void *reserved, size_t send_md, grpc_metadata *ours,
-                                           size_t n_ours)
+static grpc_call_error batch_with_metadata(const real_fns_t *f, grpc_call *call, const grpc_op *ops,
+                                           size_t nops, void *tag, void *reserved, size_t send_md,
+                                           grpc_metadata *ours, size_t n_ours)
 {
     grpc_op copy[OPS_MAX];
     const struct grpc_op_send_initial_metadata *in = &ops[send_md].data.send_initial_metadata;
     size_t total = in->count + n_ours;
     grpc_metadata stack_md[MD_STACK + SW__GRPC_PROPAGATION_MAX];
-    grpc_metadata *md = total <= sizeof stack_md / sizeof *stack_md
-                            ? stack_md
-                            : malloc(total * sizeof *md);
+    grpc_metadata *md =
+        total <= sizeof stack_md / sizeof *stack_md ? stack_md : malloc(total * sizeof *md);
     if (nops > OPS_MAX || md == NULL) {
         if (md != stack_md) {
             free(md);
@@ -677,8 +697,7 @@ static grpc_call_error client_batch(const real_fns_t *f, grpc_call *call, const 
     grpc_call_error rc;
     if (n_ours > 0 && !caller_has(&ops[send_md], "sw8") &&
         !caller_has(&ops[send_md], "traceparent")) {
-        rc = batch_with_metadata(f, call, ops, nops, tag, reserved, (size_t)send_md, ours,
-                                 n_ours);
+        rc = batch_with_metadata(f, call, ops, nops, tag, reserved, (size_t)send_md, ours, n_ours);
     } else {
         rc = f->start_batch(call, ops, nops, tag, reserved);
     }
@@ -784,8 +803,8 @@ grpc_event grpc_completion_queue_next(grpc_completion_queue *cq, gpr_timespec de
     return ev;
 }
 
-grpc_event grpc_completion_queue_pluck(grpc_completion_queue *cq, void *tag,
-                                       gpr_timespec deadline, void *reserved)
+grpc_event grpc_completion_queue_pluck(grpc_completion_queue *cq, void *tag, gpr_timespec deadline,
+                                       void *reserved)
 {
     grpc_event (*real)(grpc_completion_queue *, void *, gpr_timespec, void *);
     SW__PRELOAD_REAL(real, "grpc_completion_queue_pluck");

@@ -7,6 +7,7 @@
 #define SW_PRELOAD_GRPC_H
 
 #include <grpc/grpc.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "skywalking.h"
@@ -38,5 +39,18 @@ void sw__grpc_headers_from_metadata(const grpc_metadata_array *md, sw__grpc_head
  * gRPC slices that the caller must unref. 0 when the span is not recorded.
  */
 size_t sw__grpc_propagation_build(sw_span_ref_t span, grpc_metadata *md);
+
+/*
+ * For the interposers of libgrpc++'s synchronous server (preload_grpc_sync.cpp), which learn of
+ * a call from the core's allocation: notes a request awaited on `cq` under `tag`, whose call
+ * and metadata gRPC fills before completing it, for the method registered as `method_tag`
+ * (grpc_server_register_method) or, when NULL, named in *details. Any thread (the core calls
+ * it); never starts the agent (sw__grpc_server_tracing did, when the allocator was set).
+ */
+void sw__grpc_request_note(void *tag, grpc_call **callp, grpc_metadata_array *md,
+                           grpc_call_details *details, void *method_tag, grpc_completion_queue *cq);
+
+/* Whether gRPC calls are traced on this thread; starts the agent on the first call. */
+bool sw__grpc_server_tracing(void);
 
 #endif /* SW_PRELOAD_GRPC_H */

@@ -23,7 +23,8 @@
 #include "gs_echo.grpc.pb.h"
 #include "skywalking.h"
 
-namespace {
+namespace
+{
 
 bool expect(const grpc::Status &st, grpc::StatusCode want, const char *what)
 {
@@ -118,10 +119,9 @@ int main(int argc, char **argv)
         deadline(ctx);
         gs::Msg in, out;
         grpc::Status st = stub->Fail(&ctx, in, &out);
-        ok = expect(st,
-                    scenario == "fail" ? grpc::StatusCode::NOT_FOUND
-                                       : grpc::StatusCode::UNAVAILABLE,
-                    scenario.c_str());
+        ok = expect(
+            st, scenario == "fail" ? grpc::StatusCode::NOT_FOUND : grpc::StatusCode::UNAVAILABLE,
+            scenario.c_str());
     } else if (scenario == "stream") {
         ok = stream(*stub);
     } else if (scenario == "async") {

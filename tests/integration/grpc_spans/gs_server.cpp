@@ -20,19 +20,22 @@
 
 #include "gs_echo.grpc.pb.h"
 
-namespace {
+namespace
+{
 
 using Service = gs::Echo::AsyncService;
 
 /* One call in progress; Proceed(ok) is its completion-queue tag's step. */
-class Call {
+class Call
+{
   public:
     virtual ~Call() = default;
     virtual void Proceed(bool ok) = 0;
 };
 
 /* Unary, Fail and Hop: request, answer, done. */
-class UnaryCall final : public Call {
+class UnaryCall final : public Call
+{
   public:
     enum Kind { UNARY, FAIL, HOP };
     UnaryCall(Service *s, grpc::ServerCompletionQueue *cq, Kind k)
@@ -85,7 +88,8 @@ class UnaryCall final : public Call {
 };
 
 /* Stream: echoes each message until the client's half-close, then OK. */
-class StreamCall final : public Call {
+class StreamCall final : public Call
+{
   public:
     StreamCall(Service *s, grpc::ServerCompletionQueue *cq) : service_(s), cq_(cq), stream_(&ctx_)
     {

@@ -259,6 +259,39 @@ def cross_language(args, col, target, tmp):
         py.wait(timeout=60)
 
 
+def sync_server_cases(args, col, tmp):
+    """C++ client -> the synchronous C++ server: Unary, Fail and Stream continue on it."""
+    env = agent_env(col, "gs-sync-server")
+    env["LD_PRELOAD"] = args.preload
+    port_file = os.path.join(tmp, "sync.port")
+    server = subprocess.Popen([args.sync_server, port_file], env=env, stdin=subprocess.PIPE,
+                              stderr=open(os.path.join(tmp, "sync.err"), "w"))
+    try:
+        target = f"127.0.0.1:{wait_file(port_file, server, 'gs_sync_server')}"
+        cenv = agent_env(col, "gs-sync-client")
+        cenv["LD_PRELOAD"] = args.preload
+        for scenario in ("unary", "fail", "stream"):
+            run_client(args, cenv, target, scenario)
+        clients = col.wait_segments(lambda s: s["service"] == "gs-sync-client", 3,
+                                    "gs-sync-client")
+        served = col.wait_segments(lambda s: s["service"] == "gs-sync-server", 3,
+                                   "gs-sync-server")
+        for c in clients:
+            op = op_of(c)
+            s = [x for x in served if refs_to(first(x), c, CROSS_PROCESS)]
+            check(len(s) == 1 and is_rpc(first(s[0]), ENTRY, op) and
+                  len(s[0]["spanDetails"]) == 1,
+                  f"the synchronous server's entry span continues {op}: {s}")
+            if s:
+                want = "NOT_FOUND" if op == "/gs.Echo/Fail" else "OK"
+                check(first(s[0])["tags"].get("grpc.status_code") == want and
+                      first(s[0])["error"] == (want != "OK"),
+                      f"{op} on the synchronous server: status {want}: {first(s[0])}")
+    finally:
+        server.stdin.close()
+        check(server.wait(timeout=60) == 0, "gs_sync_server exits 0")
+
+
 def never_self(col):
     """No span of any agent is a call of the reporting protocol (skywalking.v3...)."""
     spans = [sp for s in col.segments() for sp in s["spanDetails"]]
@@ -269,7 +302,8 @@ def never_self(col):
 
 def main():
     ap = argparse.ArgumentParser()
-    for opt in ("--preload", "--server", "--client", "--collector", "--py-peer"):
+    for opt in ("--preload", "--server", "--sync-server", "--client", "--collector",
+                "--py-peer"):
         ap.add_argument(opt, required=True)
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="sw-grpc-spans-")
@@ -283,6 +317,7 @@ def main():
                                   stderr=open(os.path.join(tmp, "server.err"), "w"))
         target = f"127.0.0.1:{wait_file(port_file, server, 'gs_server')}"
         client_cases(args, col, env, target)
+        sync_server_cases(args, col, tmp)
         cross_language(args, col, target, tmp)
         server.stdin.close()
         check(server.wait(timeout=60) == 0, "gs_server exits 0")

@@ -27,9 +27,11 @@ extern "C" {
 #include "preload_grpc.h"
 }
 
-namespace grpc_core {
+namespace grpc_core
+{
 /* The part of gRPC 1.51's src/core/lib/surface/server.h used here (same names, same layout). */
-class Server {
+class Server
+{
   public:
     struct RegisteredCallAllocation {
         void *tag;
@@ -53,7 +55,8 @@ class Server {
 };
 } // namespace grpc_core
 
-namespace {
+namespace
+{
 
 /* Whether the core is the one whose layout is declared above, and tracing is on (starts the
    agent: here, on the thread building the server, not inside the core's allocation). */
@@ -75,7 +78,8 @@ template <typename Fn> Fn next(const char *name)
 } // namespace
 
 void grpc_core::Server::SetRegisteredMethodAllocator(
-    grpc_completion_queue *cq, void *method_tag, std::function<RegisteredCallAllocation()> allocator)
+    grpc_completion_queue *cq, void *method_tag,
+    std::function<RegisteredCallAllocation()> allocator)
 {
     /* The member function, called as the free function it is in the ABI (this first). */
     using Real = void (*)(Server *, grpc_completion_queue *, void *,

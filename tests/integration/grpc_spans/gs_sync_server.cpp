@@ -17,9 +17,11 @@
 
 #include "gs_echo.grpc.pb.h"
 
-namespace {
+namespace
+{
 
-class EchoImpl final : public gs::Echo::Service {
+class EchoImpl final : public gs::Echo::Service
+{
     grpc::Status Unary(grpc::ServerContext *, const gs::Msg *req, gs::Msg *resp) override
     {
         resp->set_text(req->text());

@@ -47,3 +47,11 @@ if(NOT SW_SANITIZE)
   # The driver runs the targets it names; building the test builds them.
   add_custom_target(grpc_spans_programs ALL DEPENDS skywalking-preload gs_server gs_sync_server gs_client)
 endif()
+
+# The plugin's reading of a server call's metadata, fuzzed (every preset; libFuzzer with clang).
+sw_add_fuzzer(fuzz_grpc_metadata
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz_grpc_metadata.c
+          ${PROJECT_SOURCE_DIR}/agent/preload/preload_grpc_md.c
+  LIBS skywalking PkgConfig::GRPC
+  CORPUS ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus/fuzz_grpc_metadata)
+target_include_directories(fuzz_grpc_metadata PRIVATE ${PROJECT_SOURCE_DIR}/agent/preload)

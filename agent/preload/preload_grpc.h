@@ -26,8 +26,9 @@ typedef struct sw__grpc_headers {
 } sw__grpc_headers_t;
 
 /*
- * Fills *h from `md` (NULL: none): the first entry of each propagation key, when its value is
- * not empty and fits its buffer (a longer one is not one an agent wrote, and is ignored). The
+ * Fills *h from `md` (NULL: none): the first entry of each propagation key whose value is not
+ * empty, fits its buffer and holds no NUL byte (others are not what an agent writes, and are
+ * ignored). The
  * values are only copied: sw_context_begin_entry parses them, and refuses malformed ones (a
  * new trace starts). Any thread; never allocates.
  */

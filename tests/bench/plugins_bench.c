@@ -4,6 +4,11 @@
  *
  *   pq:    PQexec("SELECT 1") over a unix socket to a real PostgreSQL
  *   redis: redisCommand("GET k") over loopback TCP to a real Redis
+ *   grpc:  a unary gs.Echo/Unary call (gRPC's C API, registered method, one batch, plucked) over
+ *          loopback TCP to tests/integration/grpc_spans/gs_sync_server (a libgrpc++
+ *          synchronous server, untraced; plain builds only: in sanitizer builds the grpc_
+ *          figures are left out). Its server pid is the server's main thread: pinning it does
+ *          not pin the library's threads that serve the calls.
  *
  * A round runs two clients side by side, each a child process (this program in "client" mode,
  * linking libpq and hiredis dynamically) with a connection of its own: plain, and traced (the
@@ -49,8 +54,10 @@
  * thread's /proc/self/task/<tid>/schedstat over the same span of time, median over the rounds
  * ("na" when it could not be read); the rest of the delta is the calling thread's.
  *
- * Last line: pq_cpu_ns_per_call_plain= pq_cpu_ns_per_call_traced= pq_cpu_ns_per_call_delta=
- *            pq_delta_min= pq_delta_max= pq_consumer_ns_per_call= redis_cpu_ns_per_call_plain=
+ * Last line: [grpc_cpu_ns_per_call_plain= grpc_cpu_ns_per_call_traced= grpc_cpu_ns_per_call_delta=
+ *            grpc_delta_min= grpc_delta_max=] pq_cpu_ns_per_call_plain= pq_cpu_ns_per_call_traced=
+ * pq_cpu_ns_per_call_delta= pq_delta_min= pq_delta_max= pq_consumer_ns_per_call=
+ * redis_cpu_ns_per_call_plain=
  *            ... redis_delta_max= redis_consumer_ns_per_call= rounds=
  */
 #include <dirent.h>
@@ -855,11 +862,13 @@ int main(int argc, char **argv)
     servers_open();
     figures_t pq = measure(self, "pq", rounds, n, k);
     figures_t rd = measure(self, "redis", rounds, n, k);
-    servers_close();
 #ifdef PL_GRPC_SERVER
-    gs_server_start();
+    gs_server_start(); /* before servers_close: the segment files go to the servers' dir */
     figures_t gr = measure(self, "grpc", rounds, n, k);
     gs_server_stop();
+#endif
+    servers_close();
+#ifdef PL_GRPC_SERVER
     /* first on the last line: the figures of the gRPC rounds (plain builds only) */
     printf("grpc_cpu_ns_per_call_plain=%.0f grpc_cpu_ns_per_call_traced=%.0f "
            "grpc_cpu_ns_per_call_delta=%.0f grpc_delta_min=%.0f grpc_delta_max=%.0f ",

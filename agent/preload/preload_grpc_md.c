@@ -57,7 +57,8 @@ void sw__grpc_headers_from_metadata(const grpc_metadata_array *md, sw__grpc_head
             /* The first of each; a value too long for its header, or with a NUL byte, is not one
                an agent wrote. */
             if (bufs[j][0] == '\0' && klen == strlen(keys[j]) && memcmp(k, keys[j], klen) == 0 &&
-                vlen > 0 && vlen < lens[j] && memchr(GRPC_SLICE_START_PTR(e->value), 0, vlen) == NULL) {
+                vlen > 0 && vlen < lens[j] &&
+                memchr(GRPC_SLICE_START_PTR(e->value), 0, vlen) == NULL) {
                 memcpy(bufs[j], GRPC_SLICE_START_PTR(e->value), vlen);
                 bufs[j][vlen] = '\0';
             }
@@ -69,4 +70,3 @@ void sw__grpc_headers_from_metadata(const grpc_metadata_array *md, sw__grpc_head
     h->in.traceparent = h->traceparent[0] != '\0' ? h->traceparent : NULL;
     h->in.tracestate = h->tracestate[0] != '\0' ? h->tracestate : NULL;
 }
-

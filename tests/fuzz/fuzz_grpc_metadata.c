@@ -3,8 +3,8 @@
  * metadata (sw__grpc_headers_from_metadata, agent/preload/preload_grpc_md.c): any metadata a
  * client sends (keys and values of any bytes and length, repeated keys) is copied without a
  * fault, every header found is NUL-terminated inside its buffer, and a header is present exactly
- * when the metadata holds its key with a value that fits and has no NUL byte (the first such). The values themselves go to the sw8
- * and W3C parsers, fuzzed by fuzz_sw8 and fuzz_w3c.
+ * when the metadata holds its key with a value that fits and has no NUL byte (the first such). The
+ * values themselves go to the sw8 and W3C parsers, fuzzed by fuzz_sw8 and fuzz_w3c.
  *
  * Input: entries separated by 0xFF bytes; each is "key:value" (no ':' means an empty value).
  */
@@ -37,8 +37,8 @@ static const uint8_t *expected(const grpc_metadata_array *md, const char *key, s
     return NULL;
 }
 
-static void check(const grpc_metadata_array *md, const char *key, const char *got,
-                  const char *buf, size_t cap)
+static void check(const grpc_metadata_array *md, const char *key, const char *got, const char *buf,
+                  size_t cap)
 {
     size_t len = 0;
     const uint8_t *want = expected(md, key, cap, &len);
@@ -48,7 +48,8 @@ static void check(const grpc_metadata_array *md, const char *key, const char *go
         }
         return;
     }
-    if (got != buf || strnlen(buf, cap) >= cap || strlen(buf) != len || memcmp(buf, want, len) != 0) {
+    if (got != buf || strnlen(buf, cap) >= cap || strlen(buf) != len ||
+        memcmp(buf, want, len) != 0) {
         abort();
     }
 }

@@ -117,7 +117,9 @@ static void response_take(grpc_byte_buffer *bb, sw__grpc_result_t *res)
     grpc_slice_unref(all);
 }
 
-_Thread_local bool sw__grpc_own_call SW__TLS_MODEL;
+/* The default TLS model: libskywalking.so may be dlopened (agent/CMakeLists.txt, "Thread-locals");
+   this is read once per reporting call, and by the preload's gRPC interposers. */
+_Thread_local bool sw__grpc_own_call;
 
 static void call_run(grpc_channel *channel, grpc_completion_queue *queue, const char *method,
                      const sw__report_record_t *messages, size_t count, const char *token,

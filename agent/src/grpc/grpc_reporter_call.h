@@ -20,7 +20,6 @@
 #include <stdint.h>
 
 #include "../report/reporter.h"
-#include "../util/tls_model.h"
 
 /* A way for another thread to cancel the call a thread is running (used by close()). */
 typedef struct sw__grpc_cancel {
@@ -61,7 +60,7 @@ void sw__grpc_call_run(grpc_channel *channel, grpc_completion_queue *queue, cons
  * references bind to its own interposers); the plugin then only forwards them, so that the
  * agent never traces its own reporting.
  */
-extern _Thread_local bool sw__grpc_own_call SW__TLS_MODEL;
+extern _Thread_local bool sw__grpc_own_call;
 
 /* The name of a status code ("UNAVAILABLE"). Never NULL. */
 const char *sw__grpc_status_name(grpc_status_code status);

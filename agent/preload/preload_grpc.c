@@ -411,7 +411,8 @@ static void server_begin(pending_t *p, grpc_completion_queue *cq)
     rec->node.handle = call;
     map_put(&calls, &calls_n, &rec->node);
     attach_end();
-    if (sw_context_attach(rec->span, &tls_attach.saved) == SW_OK) {
+    int rc = sw_context_attach(rec->span, &tls_attach.saved);
+    if (rc == SW_OK || rc == SW_ENOTRACED) { /* both are paired with a detach */
         tls_attach.on = true;
         tls_attach.call = call;
         tls_attach.cq = cq;

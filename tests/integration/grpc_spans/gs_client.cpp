@@ -6,10 +6,10 @@
  *   gs_client TARGET SCENARIO [ARG]
  *
  * Scenarios: unary, fail (expects NOT_FOUND), stream (three messages both ways), hop ARG
- * (Hop through the server at TARGET to ARG), parent (unary under a local span), badsw8 (unary
- * with the program's own malformed sw8 metadata), async (unary through a CompletionQueue
- * drained by another thread), unreachable (expects UNAVAILABLE). Exits 0 when the call ended
- * as the scenario expects; prints what went wrong otherwise.
+ * (Hop through the server at TARGET to ARG), parent (unary under a local span), badsw8 and
+ * hugesw8 (unary with the program's own malformed, or 6000-byte, sw8 metadata), async (unary
+ * through a CompletionQueue drained by another thread), unreachable (expects UNAVAILABLE). Exits 0
+ * when the call ended as the scenario expects; prints what went wrong otherwise.
  */
 #include <grpcpp/grpcpp.h>
 
@@ -41,12 +41,12 @@ void deadline(grpc::ClientContext &ctx)
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
 }
 
-bool unary(gs::Echo::Stub &stub, const char *text, bool bad_sw8 = false)
+bool unary(gs::Echo::Stub &stub, const char *text, const char *own_sw8 = nullptr)
 {
     grpc::ClientContext ctx;
     deadline(ctx);
-    if (bad_sw8) {
-        ctx.AddMetadata("sw8", "1-not-base64-%%%-x");
+    if (own_sw8 != nullptr) {
+        ctx.AddMetadata("sw8", own_sw8);
     }
     gs::Msg in, out;
     in.set_text(text);
@@ -107,7 +107,9 @@ int main(int argc, char **argv)
     if (scenario == "unary") {
         ok = unary(*stub, "hello");
     } else if (scenario == "badsw8") {
-        ok = unary(*stub, "bad", true);
+        ok = unary(*stub, "bad", "1-not-base64-%%%-x");
+    } else if (scenario == "hugesw8") { /* longer than any sw8 an agent writes */
+        ok = unary(*stub, "huge", std::string(6000, 'A').c_str());
     } else if (scenario == "parent") {
         sw_init(nullptr); /* the preload's agent, configured from the environment */
         sw_local_span_begin("client-main");

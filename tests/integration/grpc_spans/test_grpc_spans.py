@@ -119,12 +119,15 @@ def client_cases(args, col, preload_env, target):
     """C++ client -> C++ server: every scenario's client and server segments."""
     env = agent_env(col, "gs-client")
     env["LD_PRELOAD"] = args.preload
-    for scenario in ("unary", "fail", "stream", "parent", "badsw8", "async"):
+    for scenario in ("unary", "fail", "stream", "parent", "badsw8", "hugesw8", "async"):
         run_client(args, env, target, scenario)
     run_client(args, env, "127.0.0.1:1", "unreachable")
+    plain = dict(env)
+    del plain["LD_PRELOAD"]
+    run_client(args, plain, target, "unary")  # an untraced client: no sw8 at all
     client = lambda s: s["service"] == "gs-client"  # noqa: E731
-    segs = col.wait_segments(client, 8, "gs-client")
-    server = col.wait_segments(lambda s: s["service"] == "gs-server", 6, "gs-server")
+    segs = col.wait_segments(client, 9, "gs-client")
+    server = col.wait_segments(lambda s: s["service"] == "gs-server", 8, "gs-server")
 
     def served(client_seg):
         """The server segment continuing client_seg's exit span."""
@@ -134,8 +137,8 @@ def client_cases(args, col, preload_env, target):
     peer = target
     unary = [s for s in segs if op_of(s) == "/gs.Echo/Unary" and len(s["spanDetails"]) == 1 and
              not first(s)["refs"]]
-    # unary, badsw8 (own sw8: ours not added), async; "parent"'s exit span has a ref
-    check(len(unary) == 3, f"three one-span Unary client segments, got {len(unary)}")
+    # unary, badsw8 and hugesw8 (own sw8: ours not added), async; "parent"'s has a ref
+    check(len(unary) == 4, f"four one-span Unary client segments, got {len(unary)}")
     propagated = [s for s in unary if served(s) is not None]
     check(len(propagated) == 2, "unary and async continue on the server through sw8 "
                                 f"(got {len(propagated)})")
@@ -150,11 +153,13 @@ def client_cases(args, col, preload_env, target):
         r = refs_to(se, c, CROSS_PROCESS)[0]
         check(r["parentService"] == "gs-client" and r["parentSpanId"] == 0 and
               r["address"] == peer, f"server ref: {r}")
-    # badsw8: the program's own malformed sw8 reaches the server, which starts a new trace
+    # badsw8, hugesw8: the program's own malformed or oversized sw8 reaches the server, and the
+    # untraced client sends none: each starts a new trace there
     fresh = [s for s in server if op_of(s) == "/gs.Echo/Unary" and not first(s)["refs"]]
-    check(len(fresh) == 1, f"one server Unary segment without refs (malformed sw8): {fresh}")
+    check(len(fresh) == 3, "three server Unary segments without refs (malformed, oversized, "
+                           f"no sw8): {fresh}")
     check(all(f["traceId"] not in {c["traceId"] for c in segs} for f in fresh),
-          "the malformed sw8's server segment is a trace of its own")
+          "each is a trace of its own")
 
     fail = [s for s in segs if op_of(s) == "/gs.Echo/Fail" and first(s)["peer"] == peer]
     check(len(fail) == 1, f"one Fail client segment: {fail}")

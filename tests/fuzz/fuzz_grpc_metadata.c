@@ -25,13 +25,13 @@ static const uint8_t *expected(const grpc_metadata_array *md, const char *key, s
                                size_t *len)
 {
     for (size_t i = 0; i < md->count; i++) {
-        grpc_slice k = md->metadata[i].key, v = md->metadata[i].value;
-        if (GRPC_SLICE_LENGTH(k) == strlen(key) &&
-            memcmp(GRPC_SLICE_START_PTR(k), key, strlen(key)) == 0 && GRPC_SLICE_LENGTH(v) > 0 &&
-            GRPC_SLICE_LENGTH(v) < cap &&
-            memchr(GRPC_SLICE_START_PTR(v), 0, GRPC_SLICE_LENGTH(v)) == NULL) {
-            *len = GRPC_SLICE_LENGTH(v);
-            return GRPC_SLICE_START_PTR(v);
+        const grpc_slice *k = &md->metadata[i].key, *v = &md->metadata[i].value;
+        if (GRPC_SLICE_LENGTH(*k) == strlen(key) &&
+            memcmp(GRPC_SLICE_START_PTR(*k), key, strlen(key)) == 0 && GRPC_SLICE_LENGTH(*v) > 0 &&
+            GRPC_SLICE_LENGTH(*v) < cap &&
+            memchr(GRPC_SLICE_START_PTR(*v), 0, GRPC_SLICE_LENGTH(*v)) == NULL) {
+            *len = GRPC_SLICE_LENGTH(*v);
+            return GRPC_SLICE_START_PTR(*v);
         }
     }
     return NULL;

@@ -17,7 +17,9 @@
  * the status. A call whose completion is never seen there (the callback API, or an unref
  * before completion) ends at grpc_call_unref, without a status.
  *
- * Server: grpc_server_request_call / _registered_call are remembered by tag; their completion
+ * Server: grpc_server_request_call / _registered_call (and, for libgrpc++'s synchronous server,
+ * the core's allocations: preload_grpc_sync.cpp, sw__grpc_request_note) are remembered by tag;
+ * their completion
  * begins an entry span that continues the sw8 of the request's metadata, and attaches its
  * context to the thread that received it (sw_context_attach), so that what the handler does on
  * that thread (another gRPC call, libcurl, libpq...) nests under it. GRPC_OP_SEND_STATUS_FROM_
@@ -25,7 +27,8 @@
  * call, or polls the queue it received the call from again (an asynchronous server's loop).
  *
  * The agent's own reporter uses the same core from inside this library; its calls run with
- * sw__grpc_own_call set (agent/src/grpc/grpc_reporter_call.h) and are only forwarded.
+ * sw__grpc_own_call set (agent/src/grpc/grpc_reporter_call.h) and are only forwarded; calls of
+ * SkyWalking's own methods (/skywalking.*) are never traced, whoever makes them.
  */
 #include <grpc/grpc.h>
 #include <grpc/slice.h>

@@ -32,6 +32,10 @@ if(NOT SW_SANITIZE)
   add_executable(gs_sync_server ${gs_dir}/gs_sync_server.cpp)
   target_link_libraries(gs_sync_server PRIVATE gs_echo_proto Threads::Threads)
   sw_target_defaults(gs_sync_server)
+  # A C program on the C API with a callback completion queue (functor tags).
+  add_executable(gs_c_client ${gs_dir}/gs_c_client.c)
+  target_link_libraries(gs_c_client PRIVATE PkgConfig::GRPC Threads::Threads)
+  sw_target_defaults(gs_c_client)
   add_executable(gs_client ${gs_dir}/gs_client.cpp)
   target_link_libraries(gs_client PRIVATE gs_echo_proto skywalking_shared Threads::Threads)
   sw_target_defaults(gs_client)
@@ -40,12 +44,13 @@ if(NOT SW_SANITIZE)
     COMMAND /usr/bin/python3 ${gs_dir}/test_grpc_spans.py
             --preload $<TARGET_FILE:skywalking-preload>
             --server $<TARGET_FILE:gs_server> --sync-server $<TARGET_FILE:gs_sync_server>
-            --client $<TARGET_FILE:gs_client>
+            --client $<TARGET_FILE:gs_client> --c-client $<TARGET_FILE:gs_c_client>
             --collector ${CMAKE_CURRENT_SOURCE_DIR}/support/grpc_collector.py
             --py-peer ${gs_dir}/gs_py_peer.py)
   set_tests_properties(grpc_spans PROPERTIES LABELS "preload;grpc" TIMEOUT 300)
   # The driver runs the targets it names; building the test builds them.
-  add_custom_target(grpc_spans_programs ALL DEPENDS skywalking-preload gs_server gs_sync_server gs_client)
+  add_custom_target(grpc_spans_programs ALL DEPENDS skywalking-preload gs_server gs_sync_server gs_client
+                    gs_c_client)
 endif()
 
 # The plugin's reading of a server call's metadata, fuzzed (every preset; libFuzzer with clang).

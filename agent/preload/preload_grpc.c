@@ -54,8 +54,10 @@ typedef struct call_rec {
     long refs; /* the program's references (grpc_call_ref / _unref; libgrpc++ takes one per
                   batch): the last unref ends a span still open */
     bool server;
-    void *status_tag; /* client: the tag of the batch that receives the status, or NULL */
-    size_t nmd;       /* client: propagation entries not yet sent (owned slices) */
+    void *status_tag;          /* client: the tag of the batch that receives the status, or NULL */
+    grpc_completion_queue *cq; /* client: the call's queue */
+    bool callback_cq;          /* client: a callback queue (preload_grpc_callback.c) */
+    size_t nmd;                /* client: propagation entries not yet sent (owned slices) */
     grpc_metadata md[SW__GRPC_PROPAGATION_MAX];
 } call_rec_t;
 
@@ -70,8 +72,9 @@ typedef struct pending {
     grpc_slice *details;
     grpc_call **callp; /* PEND_REQUEST: filled by gRPC before the completion */
     grpc_metadata_array *md;
-    grpc_call_details *call_details; /* unregistered requests */
-    char *method;                    /* registered requests: a copy of the registration's */
+    grpc_call_details *call_details;     /* unregistered requests */
+    char *method;                        /* registered requests: a copy of the registration's */
+    grpc_completion_queue_functor *wrap; /* on a callback queue: the key, our functor */
 } pending_t;
 
 typedef struct registration {
@@ -272,7 +275,8 @@ void *grpc_server_register_method(grpc_server *server, const char *method, const
 /* ----------------------------------------------------------------------------------------- */
 
 /* Begins the exit span of a new client call and remembers the call. */
-static void client_begin(grpc_call *call, const char *method, const char *peer)
+static void client_begin(grpc_call *call, grpc_completion_queue *cq, const char *method,
+                         const char *peer)
 {
     sw_snapshot_t snap;
     int cap = sw_capture(&snap);
@@ -294,6 +298,8 @@ static void client_begin(grpc_call *call, const char *method, const char *peer)
     (void)sw_span_ref_set_component(rec->span, SW__COMPONENT_GRPC);
     rec->nmd = sw__grpc_propagation_build(rec->span, rec->md);
     rec->refs = 1;
+    rec->cq = cq;
+    rec->callback_cq = sw__grpc_cq_is_callback(cq);
     rec->node.handle = call;
     map_put(&calls, &calls_n, &rec->node);
 }
@@ -320,7 +326,7 @@ grpc_call *grpc_channel_create_call(grpc_channel *channel, grpc_call *parent_cal
     snprintf(m, sizeof m, "%.*s", (int)GRPC_SLICE_LENGTH(method),
              (const char *)GRPC_SLICE_START_PTR(method));
     target_of(channel, peer);
-    client_begin(call, m, peer);
+    client_begin(call, cq, m, peer);
     return call;
 }
 
@@ -343,7 +349,7 @@ grpc_call *grpc_channel_create_registered_call(grpc_channel *channel, grpc_call 
     if (m[0] == '\0' || reporting_method(m, strlen(m))) {
         return call; /* registered before this library could see it */
     }
-    client_begin(call, m, peer);
+    client_begin(call, cq, m, peer);
     return call;
 }
 
@@ -441,7 +447,10 @@ static grpc_call_error request_track(grpc_call_error rc, pending_t *p)
 {
     if (rc != GRPC_CALL_OK) {
         pending_t *q = map_take_locked(&pendings, &pendings_n, p->node.handle);
-        pending_free(q); /* p itself, unless another request used the same tag */
+        if (q != NULL) { /* p itself, unless another request used the same (unwrapped) tag */
+            sw__grpc_functor_discard(q->wrap);
+        }
+        pending_free(q);
     }
     return rc;
 }
@@ -453,14 +462,32 @@ static pending_t *request_pending(grpc_call **callp, grpc_metadata_array *md,
         return NULL;
     }
     pending_t *p = calloc(1, sizeof *p);
-    if (p != NULL) {
-        p->node.handle = tag;
-        p->kind = PEND_REQUEST;
-        p->cq = cq;
-        p->callp = callp;
-        p->md = md;
+    if (p == NULL) {
+        return NULL;
+    }
+    p->node.handle = tag; /* the tag gRPC gets: this, or on a callback queue our functor */
+    p->kind = PEND_REQUEST;
+    p->cq = cq;
+    p->callp = callp;
+    p->md = md;
+    if (sw__grpc_cq_is_callback(cq)) {
+        p->wrap = sw__grpc_functor_wrap(tag, cq);
+        if (p->wrap == NULL) {
+            free(p);
+            return NULL;
+        }
+        p->node.handle = p->wrap;
     }
     return p;
+}
+
+/* Frees a pending request that was never given to gRPC. */
+static void request_drop(pending_t *p)
+{
+    if (p != NULL) {
+        sw__grpc_functor_discard(p->wrap);
+        pending_free(p);
+    }
 }
 
 /* A copy of the method registered as `handle` (malloc), or NULL. */
@@ -478,22 +505,24 @@ bool sw__grpc_server_tracing(void)
     return tracing();
 }
 
-void sw__grpc_request_note(void *tag, grpc_call **callp, grpc_metadata_array *md,
-                           grpc_call_details *details, void *method_tag, grpc_completion_queue *cq)
+void *sw__grpc_request_note(void *tag, grpc_call **callp, grpc_metadata_array *md,
+                            grpc_call_details *details, void *method_tag, grpc_completion_queue *cq)
 {
     pending_t *p = request_pending(callp, md, cq, tag);
     if (p == NULL) {
-        return;
+        return tag;
     }
     if (method_tag != NULL) {
         p->method = registered_method_copy(method_tag);
     }
     p->call_details = details;
     if (p->method == NULL && details == NULL) {
-        free(p);
-        return;
+        request_drop(p);
+        return tag;
     }
+    void *use = (void *)p->node.handle;
     map_put(&pendings, &pendings_n, &p->node);
+    return use; /* p may be gone already: the call can complete at once */
 }
 
 grpc_call_error grpc_server_request_call(grpc_server *server, grpc_call **call,
@@ -515,9 +544,10 @@ grpc_call_error grpc_server_request_call(grpc_server *server, grpc_call **call,
                     tag);
     }
     p->call_details = details;
+    void *use = (void *)p->node.handle;
     map_put(&pendings, &pendings_n, &p->node);
     return request_track(
-        real(server, call, details, request_metadata, cq_bound_to_call, cq_for_notification, tag),
+        real(server, call, details, request_metadata, cq_bound_to_call, cq_for_notification, use),
         p);
 }
 
@@ -535,16 +565,17 @@ grpc_call_error grpc_server_request_registered_call(
     }
     pending_t *p = request_pending(call, request_metadata, cq_for_notification, tag);
     if (p != NULL && (p->method = registered_method_copy(registered_method)) == NULL) {
-        free(p);
+        request_drop(p);
         p = NULL;
     }
     if (p == NULL) {
         return real(server, registered_method, call, deadline, request_metadata, optional_payload,
                     cq_bound_to_call, cq_for_notification, tag);
     }
+    void *use = (void *)p->node.handle;
     map_put(&pendings, &pendings_n, &p->node);
     return request_track(real(server, registered_method, call, deadline, request_metadata,
-                              optional_payload, cq_bound_to_call, cq_for_notification, tag),
+                              optional_payload, cq_bound_to_call, cq_for_notification, use),
                          p);
 }
 
@@ -623,13 +654,19 @@ static grpc_call_error client_batch(const real_fns_t *f, grpc_call *call, const 
         memcpy(ours, rec->md, n_ours * sizeof *ours);
         rec->nmd = 0;
     }
-    if (rec != NULL && !rec->server && p != NULL && rec->status_tag == NULL) {
-        p->node.handle = tag;
+    void *use = tag; /* the batch's tag for gRPC: ours on a callback queue */
+    if (rec != NULL && !rec->server && p != NULL && rec->status_tag == NULL && rec->callback_cq &&
+        (p->wrap = sw__grpc_functor_wrap(tag, rec->cq)) != NULL) {
+        use = p->wrap;
+    }
+    if (rec != NULL && !rec->server && p != NULL && rec->status_tag == NULL &&
+        (!rec->callback_cq || p->wrap != NULL)) {
+        p->node.handle = use;
         p->kind = PEND_STATUS;
         p->call = call;
         p->status = ops[recv_status].data.recv_status_on_client.status;
         p->details = ops[recv_status].data.recv_status_on_client.status_details;
-        rec->status_tag = tag;
+        rec->status_tag = use;
         sw__handle_map_add(&pendings, &p->node);
         atomic_fetch_add_explicit(&pendings_n, 1, memory_order_relaxed);
     } else {
@@ -640,19 +677,22 @@ static grpc_call_error client_batch(const real_fns_t *f, grpc_call *call, const 
     grpc_call_error rc;
     if (n_ours > 0 && !caller_has(&ops[send_md], "sw8") &&
         !caller_has(&ops[send_md], "traceparent")) {
-        rc = batch_with_metadata(f, call, ops, nops, tag, reserved, (size_t)send_md, ours, n_ours);
+        rc = batch_with_metadata(f, call, ops, nops, use, reserved, (size_t)send_md, ours, n_ours);
     } else {
-        rc = f->start_batch(call, ops, nops, tag, reserved);
+        rc = f->start_batch(call, ops, nops, use, reserved);
     }
     slices_unref(ours, n_ours); /* gRPC took its own references */
     if (rc != GRPC_CALL_OK && p != NULL) {
         sw__plugin_lock(SW__PLUGIN_LOCK_GRPC);
-        pending_t *q = map_take(&pendings, &pendings_n, tag);
+        pending_t *q = map_take(&pendings, &pendings_n, use);
         call_rec_t *r = (call_rec_t *)sw__handle_map_find(&calls, call);
         if (r != NULL) {
             r->status_tag = NULL;
         }
         sw__plugin_unlock(SW__PLUGIN_LOCK_GRPC);
+        if (q != NULL) {
+            sw__grpc_functor_discard(q->wrap); /* gRPC never got it */
+        }
         pending_free(q);
     }
     return rc;
@@ -696,10 +736,17 @@ grpc_call_error grpc_call_start_batch(grpc_call *call, const grpc_op *ops, size_
 }
 
 /* A completion of `cq` came back to the program: ends or begins what it completes. */
-static void completed(grpc_completion_queue *cq, grpc_event ev)
+void sw__grpc_handler_done(grpc_completion_queue *cq)
 {
-    if (ev.type != GRPC_OP_COMPLETE || ev.tag == NULL ||
-        atomic_load_explicit(&pendings_n, memory_order_relaxed) == 0) {
+    if (tls_attach.on && tls_attach.cq == cq) {
+        attach_end();
+    }
+}
+
+void sw__grpc_completed(grpc_completion_queue *cq, void *tag, int success)
+{
+    grpc_event ev = {.type = GRPC_OP_COMPLETE, .success = success, .tag = tag};
+    if (tag == NULL || atomic_load_explicit(&pendings_n, memory_order_relaxed) == 0) {
         return;
     }
     call_rec_t *rec = NULL;
@@ -742,7 +789,9 @@ grpc_event grpc_completion_queue_next(grpc_completion_queue *cq, gpr_timespec de
         attach_end(); /* back to the server's loop: the handler returned */
     }
     grpc_event ev = real(cq, deadline, reserved);
-    completed(cq, ev);
+    if (ev.type == GRPC_OP_COMPLETE) {
+        sw__grpc_completed(cq, ev.tag, ev.success);
+    }
     return ev;
 }
 
@@ -762,7 +811,9 @@ grpc_event grpc_completion_queue_pluck(grpc_completion_queue *cq, void *tag, gpr
         attach_end();
     }
     grpc_event ev = real(cq, tag, deadline, reserved);
-    completed(cq, ev);
+    if (ev.type == GRPC_OP_COMPLETE) {
+        sw__grpc_completed(cq, ev.tag, ev.success);
+    }
     return ev;
 }
 

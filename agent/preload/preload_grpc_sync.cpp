@@ -10,11 +10,12 @@
  * interposed (libgrpc++ calls them through its PLT) to wrap each allocator: the wrapper notes
  * the allocation's tag, call and metadata as a request awaited (sw__grpc_request_note), so the
  * completion that grpc_completion_queue_next hands the server's threads begins the entry span,
- * as for the C API. Nothing else is touched; the allocation is returned unchanged.
+ * as for the C API. The allocation is returned unchanged but, on a callback queue (the callback
+ * API's CallbackService), for its tag: a functor of the plugin's that runs the original
+ * (preload_grpc_callback.c).
  *
  * The structures below are gRPC 1.51's (core 29, Debian 12's libgrpc29): the interposers wrap
- * only when grpc_version_string() says core 29 and otherwise forward untouched. The calls of
- * the callback API complete through functors, not the queue: not traced (docs/GRPC_SPANS.md).
+ * only when grpc_version_string() says core 29 and otherwise forward untouched.
  */
 #include <dlfcn.h>
 #include <grpc/grpc.h>
@@ -96,7 +97,7 @@ void grpc_core::Server::SetRegisteredMethodAllocator(
     /* The completion comes on `cq` (the allocation's cq is the one bound to the call). */
     real(this, cq, method_tag, [inner = std::move(allocator), method_tag, cq]() {
         RegisteredCallAllocation a = inner();
-        sw__grpc_request_note(a.tag, a.call, a.initial_metadata, nullptr, method_tag, cq);
+        a.tag = sw__grpc_request_note(a.tag, a.call, a.initial_metadata, nullptr, method_tag, cq);
         return a;
     });
 }
@@ -116,7 +117,7 @@ void grpc_core::Server::SetBatchMethodAllocator(grpc_completion_queue *cq,
     }
     real(this, cq, [inner = std::move(allocator), cq]() {
         BatchCallAllocation a = inner();
-        sw__grpc_request_note(a.tag, a.call, a.initial_metadata, a.details, nullptr, cq);
+        a.tag = sw__grpc_request_note(a.tag, a.call, a.initial_metadata, a.details, nullptr, cq);
         return a;
     });
 }

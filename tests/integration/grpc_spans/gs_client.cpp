@@ -7,14 +7,17 @@
  *
  * Scenarios: unary, fail (expects NOT_FOUND), stream (three messages both ways), hop ARG
  * (Hop through the server at TARGET to ARG), parent (unary under a local span), badsw8 and
- * hugesw8 (unary with the program's own malformed, or 6000-byte, sw8 metadata), async (unary
+ * hugesw8 (unary with the program's own malformed, or 6000-byte, sw8 metadata), callback (unary
+ * through the callback API), async (unary
  * through a CompletionQueue drained by another thread), unreachable (expects UNAVAILABLE). Exits 0
  * when the call ended as the scenario expects; prints what went wrong otherwise.
  */
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -93,6 +96,32 @@ bool async_unary(gs::Echo::Stub &stub)
     return ok && expect(st, grpc::StatusCode::OK, "async") && out.text() == "async";
 }
 
+/* Unary through the callback API (stub->async()): the status arrives in a callback on a
+   thread of the library's. */
+bool callback_unary(gs::Echo::Stub &stub)
+{
+    grpc::ClientContext ctx;
+    deadline(ctx);
+    gs::Msg in, out;
+    in.set_text("callback");
+    std::mutex m;
+    std::condition_variable cv;
+    bool done = false;
+    grpc::Status st;
+    stub.async()->Unary(&ctx, &in, &out, [&](grpc::Status s) {
+        std::lock_guard<std::mutex> lock(m);
+        st = std::move(s);
+        done = true;
+        cv.notify_one();
+    });
+    std::unique_lock<std::mutex> lock(m);
+    if (!cv.wait_for(lock, std::chrono::seconds(60), [&] { return done; })) {
+        std::cerr << "gs_client callback: no answer within 60 s\n";
+        return false;
+    }
+    return expect(st, grpc::StatusCode::OK, "callback") && out.text() == "callback";
+}
+
 } // namespace
 
 int main(int argc, char **argv)
@@ -128,6 +157,8 @@ int main(int argc, char **argv)
         ok = stream(*stub);
     } else if (scenario == "async") {
         ok = async_unary(*stub);
+    } else if (scenario == "callback") {
+        ok = callback_unary(*stub);
     } else if (scenario == "hop" && argc == 4) {
         grpc::ClientContext ctx;
         deadline(ctx);

@@ -199,6 +199,24 @@ def client_cases(args, col, preload_env, target):
                   "the server's entry span is in client-main's trace")
 
 
+def c_callback_client(args, col, target):
+    """A C program on a callback completion queue: its exit span ends with the status."""
+    env = agent_env(col, "gs-c-client")
+    env["LD_PRELOAD"] = args.preload
+    r = subprocess.run([args.c_client, target], env=env, timeout=120, capture_output=True,
+                       text=True)
+    check(r.returncode == 0, f"gs_c_client exited {r.returncode}: {r.stderr}")
+    segs = col.wait_segments(lambda s: s["service"] == "gs-c-client", 1, "gs-c-client")
+    e = first(segs[0])
+    check(is_rpc(e, EXIT, "/gs.Echo/Unary", target) and
+          e["tags"].get("grpc.status_code") == "OK",
+          f"the callback queue's call: an exit span with status OK: {e}")
+    served = col.wait_segments(lambda s: s["service"] == "gs-server" and
+                               s["traceId"] == segs[0]["traceId"], 1, "gs-server for gs-c-client")
+    check(bool(refs_to(first(served[0]), segs[0], CROSS_PROCESS)),
+          f"the server continues the C program's sw8: {served}")
+
+
 def cross_language(args, col, target, tmp):
     """C++ -> Python -> C++ and C++ -> C++ -> Python, joined by refs both ways."""
     if not os.access(VENV_PY, os.X_OK):
@@ -264,37 +282,44 @@ def cross_language(args, col, target, tmp):
         py.wait(timeout=60)
 
 
-def sync_server_cases(args, col, tmp):
-    """C++ client -> the synchronous C++ server: Unary, Fail and Stream continue on it."""
-    env = agent_env(col, "gs-sync-server")
+def sync_server_cases(args, col, tmp, mode):
+    """C++ client -> the synchronous (or callback) C++ server: its entry spans continue ours."""
+    name = f"gs-{mode}"
+    env = agent_env(col, f"{name}-server")
     env["LD_PRELOAD"] = args.preload
-    port_file = os.path.join(tmp, "sync.port")
-    server = subprocess.Popen([args.sync_server, port_file], env=env, stdin=subprocess.PIPE,
-                              stderr=open(os.path.join(tmp, "sync.err"), "w"))
+    port_file = os.path.join(tmp, f"{mode}.port")
+    argv = [args.sync_server, port_file] + (["callback"] if mode == "callback" else [])
+    server = subprocess.Popen(argv, env=env, stdin=subprocess.PIPE,
+                              stderr=open(os.path.join(tmp, f"{mode}.err"), "w"))
     try:
-        target = f"127.0.0.1:{wait_file(port_file, server, 'gs_sync_server')}"
-        cenv = agent_env(col, "gs-sync-client")
+        target = f"127.0.0.1:{wait_file(port_file, server, 'gs_sync_server ' + mode)}"
+        cenv = agent_env(col, f"{name}-client")
         cenv["LD_PRELOAD"] = args.preload
-        for scenario in ("unary", "fail", "stream"):
+        # the callback server has no Stream; the callback client's status comes in a functor
+        scenarios = ("unary", "fail", "stream") if mode == "sync" else ("unary", "fail",
+                                                                         "callback")
+        for scenario in scenarios:
             run_client(args, cenv, target, scenario)
-        clients = col.wait_segments(lambda s: s["service"] == "gs-sync-client", 3,
-                                    "gs-sync-client")
-        served = col.wait_segments(lambda s: s["service"] == "gs-sync-server", 3,
-                                   "gs-sync-server")
+        clients = col.wait_segments(lambda s: s["service"] == f"{name}-client", 3,
+                                    f"{name}-client")
+        served = col.wait_segments(lambda s: s["service"] == f"{name}-server", 3,
+                                   f"{name}-server")
         for c in clients:
             op = op_of(c)
+            want = "NOT_FOUND" if op == "/gs.Echo/Fail" else "OK"
+            check(first(c)["tags"].get("grpc.status_code") == want,
+                  f"{mode}: the client's {op} span has status {want}: {first(c)}")
             s = [x for x in served if refs_to(first(x), c, CROSS_PROCESS)]
             check(len(s) == 1 and is_rpc(first(s[0]), ENTRY, op) and
                   len(s[0]["spanDetails"]) == 1,
-                  f"the synchronous server's entry span continues {op}: {s}")
+                  f"the {mode} server's entry span continues {op}: {s}")
             if s:
-                want = "NOT_FOUND" if op == "/gs.Echo/Fail" else "OK"
                 check(first(s[0])["tags"].get("grpc.status_code") == want and
                       first(s[0])["error"] == (want != "OK"),
-                      f"{op} on the synchronous server: status {want}: {first(s[0])}")
+                      f"{op} on the {mode} server: status {want}: {first(s[0])}")
     finally:
         server.stdin.close()
-        check(server.wait(timeout=60) == 0, "gs_sync_server exits 0")
+        check(server.wait(timeout=60) == 0, f"gs_sync_server {mode} exits 0")
 
 
 def never_self(col):
@@ -307,8 +332,8 @@ def never_self(col):
 
 def main():
     ap = argparse.ArgumentParser()
-    for opt in ("--preload", "--server", "--sync-server", "--client", "--collector",
-                "--py-peer"):
+    for opt in ("--preload", "--server", "--sync-server", "--client", "--c-client",
+                "--collector", "--py-peer"):
         ap.add_argument(opt, required=True)
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="sw-grpc-spans-")
@@ -322,7 +347,9 @@ def main():
                                   stderr=open(os.path.join(tmp, "server.err"), "w"))
         target = f"127.0.0.1:{wait_file(port_file, server, 'gs_server')}"
         client_cases(args, col, env, target)
-        sync_server_cases(args, col, tmp)
+        c_callback_client(args, col, target)
+        sync_server_cases(args, col, tmp, "sync")
+        sync_server_cases(args, col, tmp, "callback")
         cross_language(args, col, target, tmp)
         server.stdin.close()
         check(server.wait(timeout=60) == 0, "gs_server exits 0")

@@ -26,6 +26,9 @@
  * SERVER ends it with the status; the thread detaches when it sends that status, unrefs the
  * call, or polls the queue it received the call from again (an asynchronous server's loop).
  *
+ * The server half is in preload_grpc_server.c, callback queues in preload_grpc_callback.c, the
+ * metadata in preload_grpc_md.c, libgrpc++'s synchronous server in preload_grpc_sync.cpp.
+ *
  * The agent's own reporter uses the same core from inside this library; its calls run with
  * sw__grpc_own_call set (agent/src/grpc/grpc_reporter_call.h) and are only forwarded; calls of
  * SkyWalking's own methods (/skywalking.*) are never traced, whoever makes them.
@@ -39,43 +42,11 @@
 
 #include "../src/grpc/grpc_reporter_call.h"
 #include "preload.h"
-#include "preload_grpc.h"
-#include "preload_handle_map.h"
+#include "preload_grpc_calls.h"
 #include "preload_lock.h"
 
-#define METHOD_MAX 512
-#define PEER_MAX   256
-#define OPS_MAX    8  /* ops of one batch copied on the stack (gRPC has 8 op kinds) */
-#define MD_STACK   16 /* the caller's metadata entries copied on the stack; more: malloc */
-
-typedef struct call_rec {
-    sw__handle_node_t node; /* first: the map's link, keyed by the grpc_call */
-    sw_span_ref_t span;
-    long refs; /* the program's references (grpc_call_ref / _unref; libgrpc++ takes one per
-                  batch): the last unref ends a span still open */
-    bool server;
-    void *status_tag;          /* client: the tag of the batch that receives the status, or NULL */
-    grpc_completion_queue *cq; /* client: the call's queue */
-    bool callback_cq;          /* client: a callback queue (preload_grpc_callback.c) */
-    size_t nmd;                /* client: propagation entries not yet sent (owned slices) */
-    grpc_metadata md[SW__GRPC_PROPAGATION_MAX];
-} call_rec_t;
-
-typedef enum { PEND_STATUS, PEND_REQUEST } pend_kind_t;
-
-typedef struct pending {
-    sw__handle_node_t node; /* first: keyed by the batch's or the request's tag */
-    pend_kind_t kind;
-    grpc_completion_queue *cq; /* where the completion comes */
-    grpc_call *call;           /* PEND_STATUS */
-    grpc_status_code *status;  /* PEND_STATUS: the caller's, written before the completion */
-    grpc_slice *details;
-    grpc_call **callp; /* PEND_REQUEST: filled by gRPC before the completion */
-    grpc_metadata_array *md;
-    grpc_call_details *call_details;     /* unregistered requests */
-    char *method;                        /* registered requests: a copy of the registration's */
-    grpc_completion_queue_functor *wrap; /* on a callback queue: the key, our functor */
-} pending_t;
+#define OPS_MAX  8  /* ops of one batch copied on the stack (gRPC has 8 op kinds) */
+#define MD_STACK 16 /* the caller's metadata entries copied on the stack; more: malloc */
 
 typedef struct registration {
     sw__handle_node_t node; /* keyed by the handle gRPC returned */
@@ -83,21 +54,11 @@ typedef struct registration {
     char *peer; /* client registrations: the channel's target */
 } registration_t;
 
-/* Calls traced and not yet ended, completions awaited, and registered methods, by address;
-   global because gRPC gives no place of ours to keep them. SW__PLUGIN_LOCK_GRPC protects the
-   buckets and every node. The counts let the hot paths skip the lock while nothing is traced
-   (relaxed: a stale zero only means one completion looked up under the lock later, since the
-   add happens before the call that can complete it). */
-static sw__handle_map_t calls, pendings, registrations;
-static _Atomic long calls_n, pendings_n;
-
-/* The server call whose context is attached to this thread. */
-static _Thread_local struct {
-    bool on;
-    grpc_call *call;
-    grpc_completion_queue *cq; /* the queue that delivered it */
-    sw_attach_t saved;
-} tls_attach;
+/* The calls and completions (preload_grpc_calls.h says why global and how locked). */
+sw__handle_map_t sw__grpc_calls, sw__grpc_pendings;
+_Atomic long sw__grpc_calls_n, sw__grpc_pendings_n;
+/* Registered methods, by the handle gRPC returned: the same reason, the same lock. */
+static sw__handle_map_t registrations;
 
 typedef struct real_fns {
     grpc_call_error (*start_batch)(grpc_call *, const grpc_op *, size_t, void *, void *);
@@ -112,7 +73,7 @@ static bool reals(real_fns_t *f)
 }
 
 /* Whether this thread's gRPC calls are to be traced (starts the agent on the first). */
-static bool tracing(void)
+bool sw__grpc_tracing(void)
 {
     return !sw__grpc_own_call && !sw__preload_busy && sw__preload_agent_ready();
 }
@@ -126,7 +87,7 @@ static bool reporting_method(const char *method, size_t len)
     return len >= sizeof prefix - 1 && memcmp(method, prefix, sizeof prefix - 1) == 0;
 }
 
-static void map_put(sw__handle_map_t *m, _Atomic long *n, sw__handle_node_t *node)
+void sw__grpc_map_put(sw__handle_map_t *m, _Atomic long *n, sw__handle_node_t *node)
 {
     sw__plugin_lock(SW__PLUGIN_LOCK_GRPC);
     sw__handle_map_add(m, node);
@@ -135,7 +96,7 @@ static void map_put(sw__handle_map_t *m, _Atomic long *n, sw__handle_node_t *nod
 }
 
 /* Removes and returns the node of `key`; SW__PLUGIN_LOCK_GRPC held. */
-static void *map_take(sw__handle_map_t *m, _Atomic long *n, const void *key)
+void *sw__grpc_map_take(sw__handle_map_t *m, _Atomic long *n, const void *key)
 {
     sw__handle_node_t *node = sw__handle_map_take(m, key);
     if (node != NULL) {
@@ -144,18 +105,18 @@ static void *map_take(sw__handle_map_t *m, _Atomic long *n, const void *key)
     return node;
 }
 
-static void *map_take_locked(sw__handle_map_t *m, _Atomic long *n, const void *key)
+void *sw__grpc_map_take_locked(sw__handle_map_t *m, _Atomic long *n, const void *key)
 {
     if (atomic_load_explicit(n, memory_order_relaxed) == 0) {
         return NULL;
     }
     sw__plugin_lock(SW__PLUGIN_LOCK_GRPC);
-    void *node = map_take(m, n, key);
+    void *node = sw__grpc_map_take(m, n, key);
     sw__plugin_unlock(SW__PLUGIN_LOCK_GRPC);
     return node;
 }
 
-static void pending_free(pending_t *p)
+void sw__grpc_pending_free(pending_t *p)
 {
     if (p != NULL) {
         free(p->method);
@@ -216,6 +177,16 @@ static void registration_get(void *handle, char *method, char *peer)
         snprintf(peer, PEER_MAX, "%s", r->peer != NULL ? r->peer : "");
     }
     sw__plugin_unlock(SW__PLUGIN_LOCK_GRPC);
+}
+
+/* A copy of the method registered as `handle` (malloc), or NULL. */
+char *sw__grpc_registered_method_copy(void *handle)
+{
+    sw__plugin_lock(SW__PLUGIN_LOCK_GRPC);
+    registration_t *r = (registration_t *)sw__handle_map_find(&registrations, handle);
+    char *m = r != NULL ? strdup(r->method) : NULL;
+    sw__plugin_unlock(SW__PLUGIN_LOCK_GRPC);
+    return m;
 }
 
 /* The channel's target without a "dns:///" scheme, into peer[PEER_MAX]. */
@@ -301,7 +272,7 @@ static void client_begin(grpc_call *call, grpc_completion_queue *cq, const char 
     rec->cq = cq;
     rec->callback_cq = sw__grpc_cq_is_callback(cq);
     rec->node.handle = call;
-    map_put(&calls, &calls_n, &rec->node);
+    sw__grpc_map_put(&sw__grpc_calls, &sw__grpc_calls_n, &rec->node);
 }
 
 grpc_call *grpc_channel_create_call(grpc_channel *channel, grpc_call *parent_call,
@@ -319,7 +290,7 @@ grpc_call *grpc_channel_create_call(grpc_channel *channel, grpc_call *parent_cal
         real(channel, parent_call, propagation_mask, cq, method, host, deadline, reserved);
     if (call == NULL || cq == NULL ||
         reporting_method((const char *)GRPC_SLICE_START_PTR(method), GRPC_SLICE_LENGTH(method)) ||
-        !tracing()) {
+        !sw__grpc_tracing()) {
         return call;
     }
     char m[METHOD_MAX], peer[PEER_MAX];
@@ -341,7 +312,7 @@ grpc_call *grpc_channel_create_registered_call(grpc_channel *channel, grpc_call 
         return NULL;
     }
     grpc_call *call = real(channel, parent_call, propagation_mask, cq, handle, deadline, reserved);
-    if (call == NULL || cq == NULL || !tracing()) {
+    if (call == NULL || cq == NULL || !sw__grpc_tracing()) {
         return call;
     }
     char m[METHOD_MAX], peer[PEER_MAX];
@@ -371,212 +342,6 @@ static void client_end(call_rec_t *rec, const grpc_status_code *status, const gr
     (void)sw_span_ref_end(rec->span);
     slices_unref(rec->md, rec->nmd);
     free(rec);
-}
-
-/* ----------------------------------------------------------------------------------------- */
-/* Server calls                                                                               */
-/* ----------------------------------------------------------------------------------------- */
-
-/* Restores what the attach of this thread's server call saved. */
-static void attach_end(void)
-{
-    if (tls_attach.on) {
-        tls_attach.on = false;
-        (void)sw_context_detach(&tls_attach.saved);
-    }
-}
-
-/* The request of `p` was delivered on `cq`: begins its entry span and attaches it here. */
-static void server_begin(pending_t *p, grpc_completion_queue *cq)
-{
-    grpc_call *call = *p->callp;
-    if (call == NULL) {
-        return;
-    }
-    char method[METHOD_MAX];
-    if (p->method != NULL) {
-        snprintf(method, sizeof method, "%s", p->method);
-    } else {
-        grpc_slice s = p->call_details->method;
-        snprintf(method, sizeof method, "%.*s", (int)GRPC_SLICE_LENGTH(s),
-                 (const char *)GRPC_SLICE_START_PTR(s));
-    }
-    sw__grpc_headers_t *h = malloc(sizeof *h); /* ~4 KiB: off the host's stack */
-    if (h == NULL) {
-        return;
-    }
-    sw__grpc_headers_from_metadata(p->md, h);
-    call_rec_t *rec = calloc(1, sizeof *rec);
-    if (rec == NULL || sw_context_begin_entry(method, &h->in, &rec->span) != SW_OK) {
-        free(h);
-        free(rec);
-        return;
-    }
-    free(h);
-    rec->server = true;
-    rec->refs = 1;
-    (void)sw_span_ref_set_layer(rec->span, SW_LAYER_RPC_FRAMEWORK);
-    (void)sw_span_ref_set_component(rec->span, SW__COMPONENT_GRPC);
-    rec->node.handle = call;
-    map_put(&calls, &calls_n, &rec->node);
-    attach_end();
-    int rc = sw_context_attach(rec->span, &tls_attach.saved);
-    if (rc == SW_OK || rc == SW_ENOTRACED) { /* both are paired with a detach */
-        tls_attach.on = true;
-        tls_attach.call = call;
-        tls_attach.cq = cq;
-    }
-}
-
-static void server_end(call_rec_t *rec, const grpc_status_code *status)
-{
-    if (tls_attach.on && tls_attach.call == rec->node.handle) {
-        attach_end();
-    }
-    if (status != NULL) {
-        (void)sw_span_ref_tag(rec->span, "grpc.status_code", sw__grpc_status_name(*status));
-        if (*status != GRPC_STATUS_OK) {
-            (void)sw_span_ref_set_error(rec->span, true);
-        }
-    }
-    (void)sw_span_ref_end(rec->span);
-    free(rec);
-}
-
-static grpc_call_error request_track(grpc_call_error rc, pending_t *p)
-{
-    if (rc != GRPC_CALL_OK) {
-        pending_t *q = map_take_locked(&pendings, &pendings_n, p->node.handle);
-        if (q != NULL) { /* p itself, unless another request used the same (unwrapped) tag */
-            sw__grpc_functor_discard(q->wrap);
-        }
-        pending_free(q);
-    }
-    return rc;
-}
-
-static pending_t *request_pending(grpc_call **callp, grpc_metadata_array *md,
-                                  grpc_completion_queue *cq, void *tag)
-{
-    if (tag == NULL || callp == NULL || md == NULL || !tracing()) {
-        return NULL;
-    }
-    pending_t *p = calloc(1, sizeof *p);
-    if (p == NULL) {
-        return NULL;
-    }
-    p->node.handle = tag; /* the tag gRPC gets: this, or on a callback queue our functor */
-    p->kind = PEND_REQUEST;
-    p->cq = cq;
-    p->callp = callp;
-    p->md = md;
-    if (sw__grpc_cq_is_callback(cq)) {
-        p->wrap = sw__grpc_functor_wrap(tag, cq);
-        if (p->wrap == NULL) {
-            free(p);
-            return NULL;
-        }
-        p->node.handle = p->wrap;
-    }
-    return p;
-}
-
-/* Frees a pending request that was never given to gRPC. */
-static void request_drop(pending_t *p)
-{
-    if (p != NULL) {
-        sw__grpc_functor_discard(p->wrap);
-        pending_free(p);
-    }
-}
-
-/* A copy of the method registered as `handle` (malloc), or NULL. */
-static char *registered_method_copy(void *handle)
-{
-    sw__plugin_lock(SW__PLUGIN_LOCK_GRPC);
-    registration_t *r = (registration_t *)sw__handle_map_find(&registrations, handle);
-    char *m = r != NULL ? strdup(r->method) : NULL;
-    sw__plugin_unlock(SW__PLUGIN_LOCK_GRPC);
-    return m;
-}
-
-bool sw__grpc_server_tracing(void)
-{
-    return tracing();
-}
-
-void *sw__grpc_request_note(void *tag, grpc_call **callp, grpc_metadata_array *md,
-                            grpc_call_details *details, void *method_tag, grpc_completion_queue *cq)
-{
-    pending_t *p = request_pending(callp, md, cq, tag);
-    if (p == NULL) {
-        return tag;
-    }
-    if (method_tag != NULL) {
-        p->method = registered_method_copy(method_tag);
-    }
-    p->call_details = details;
-    if (p->method == NULL && details == NULL) {
-        request_drop(p);
-        return tag;
-    }
-    void *use = (void *)p->node.handle;
-    map_put(&pendings, &pendings_n, &p->node);
-    return use; /* p may be gone already: the call can complete at once */
-}
-
-grpc_call_error grpc_server_request_call(grpc_server *server, grpc_call **call,
-                                         grpc_call_details *details,
-                                         grpc_metadata_array *request_metadata,
-                                         grpc_completion_queue *cq_bound_to_call,
-                                         grpc_completion_queue *cq_for_notification, void *tag)
-{
-    grpc_call_error (*real)(grpc_server *, grpc_call **, grpc_call_details *, grpc_metadata_array *,
-                            grpc_completion_queue *, grpc_completion_queue *, void *);
-    SW__PRELOAD_REAL(real, "grpc_server_request_call");
-    if (real == NULL) {
-        return GRPC_CALL_ERROR;
-    }
-    pending_t *p =
-        details != NULL ? request_pending(call, request_metadata, cq_for_notification, tag) : NULL;
-    if (p == NULL) {
-        return real(server, call, details, request_metadata, cq_bound_to_call, cq_for_notification,
-                    tag);
-    }
-    p->call_details = details;
-    void *use = (void *)p->node.handle;
-    map_put(&pendings, &pendings_n, &p->node);
-    return request_track(
-        real(server, call, details, request_metadata, cq_bound_to_call, cq_for_notification, use),
-        p);
-}
-
-grpc_call_error grpc_server_request_registered_call(
-    grpc_server *server, void *registered_method, grpc_call **call, gpr_timespec *deadline,
-    grpc_metadata_array *request_metadata, grpc_byte_buffer **optional_payload,
-    grpc_completion_queue *cq_bound_to_call, grpc_completion_queue *cq_for_notification, void *tag)
-{
-    grpc_call_error (*real)(grpc_server *, void *, grpc_call **, gpr_timespec *,
-                            grpc_metadata_array *, grpc_byte_buffer **, grpc_completion_queue *,
-                            grpc_completion_queue *, void *);
-    SW__PRELOAD_REAL(real, "grpc_server_request_registered_call");
-    if (real == NULL) {
-        return GRPC_CALL_ERROR;
-    }
-    pending_t *p = request_pending(call, request_metadata, cq_for_notification, tag);
-    if (p != NULL && (p->method = registered_method_copy(registered_method)) == NULL) {
-        request_drop(p);
-        p = NULL;
-    }
-    if (p == NULL) {
-        return real(server, registered_method, call, deadline, request_metadata, optional_payload,
-                    cq_bound_to_call, cq_for_notification, tag);
-    }
-    void *use = (void *)p->node.handle;
-    map_put(&pendings, &pendings_n, &p->node);
-    return request_track(real(server, registered_method, call, deadline, request_metadata,
-                              optional_payload, cq_bound_to_call, cq_for_notification, use),
-                         p);
 }
 
 /* ----------------------------------------------------------------------------------------- */
@@ -648,7 +413,7 @@ static grpc_call_error client_batch(const real_fns_t *f, grpc_call *call, const 
         p = calloc(1, sizeof *p);
     }
     sw__plugin_lock(SW__PLUGIN_LOCK_GRPC);
-    call_rec_t *rec = (call_rec_t *)sw__handle_map_find(&calls, call);
+    call_rec_t *rec = (call_rec_t *)sw__handle_map_find(&sw__grpc_calls, call);
     if (rec != NULL && !rec->server && send_md >= 0) {
         n_ours = rec->nmd; /* ours to send (and unref) now */
         memcpy(ours, rec->md, n_ours * sizeof *ours);
@@ -667,8 +432,8 @@ static grpc_call_error client_batch(const real_fns_t *f, grpc_call *call, const 
         p->status = ops[recv_status].data.recv_status_on_client.status;
         p->details = ops[recv_status].data.recv_status_on_client.status_details;
         rec->status_tag = use;
-        sw__handle_map_add(&pendings, &p->node);
-        atomic_fetch_add_explicit(&pendings_n, 1, memory_order_relaxed);
+        sw__handle_map_add(&sw__grpc_pendings, &p->node);
+        atomic_fetch_add_explicit(&sw__grpc_pendings_n, 1, memory_order_relaxed);
     } else {
         free(p); /* under the lock: short, and allowed (preload_lock.h) */
         p = NULL;
@@ -684,8 +449,8 @@ static grpc_call_error client_batch(const real_fns_t *f, grpc_call *call, const 
     slices_unref(ours, n_ours); /* gRPC took its own references */
     if (rc != GRPC_CALL_OK && p != NULL) {
         sw__plugin_lock(SW__PLUGIN_LOCK_GRPC);
-        pending_t *q = map_take(&pendings, &pendings_n, use);
-        call_rec_t *r = (call_rec_t *)sw__handle_map_find(&calls, call);
+        pending_t *q = sw__grpc_map_take(&sw__grpc_pendings, &sw__grpc_pendings_n, use);
+        call_rec_t *r = (call_rec_t *)sw__handle_map_find(&sw__grpc_calls, call);
         if (r != NULL) {
             r->status_tag = NULL;
         }
@@ -693,7 +458,7 @@ static grpc_call_error client_batch(const real_fns_t *f, grpc_call *call, const 
         if (q != NULL) {
             sw__grpc_functor_discard(q->wrap); /* gRPC never got it */
         }
-        pending_free(q);
+        sw__grpc_pending_free(q);
     }
     return rc;
 }
@@ -705,7 +470,7 @@ grpc_call_error grpc_call_start_batch(grpc_call *call, const grpc_op *ops, size_
     if (!reals(&f)) {
         return GRPC_CALL_ERROR;
     }
-    if (sw__grpc_own_call || atomic_load_explicit(&calls_n, memory_order_relaxed) == 0 ||
+    if (sw__grpc_own_call || atomic_load_explicit(&sw__grpc_calls_n, memory_order_relaxed) == 0 ||
         ops == NULL) {
         return f.start_batch(call, ops, nops, tag, reserved);
     }
@@ -721,44 +486,37 @@ grpc_call_error grpc_call_start_batch(grpc_call *call, const grpc_op *ops, size_
     /* The server's status: the handler is done. */
     grpc_status_code status = status_op->data.send_status_from_server.status;
     sw__plugin_lock(SW__PLUGIN_LOCK_GRPC);
-    call_rec_t *rec = (call_rec_t *)sw__handle_map_find(&calls, call);
+    call_rec_t *rec = (call_rec_t *)sw__handle_map_find(&sw__grpc_calls, call);
     if (rec != NULL && rec->server) {
-        rec = map_take(&calls, &calls_n, call);
+        rec = sw__grpc_map_take(&sw__grpc_calls, &sw__grpc_calls_n, call);
     } else {
         rec = NULL;
     }
     sw__plugin_unlock(SW__PLUGIN_LOCK_GRPC);
     grpc_call_error rc = f.start_batch(call, ops, nops, tag, reserved);
     if (rec != NULL) {
-        server_end(rec, &status);
+        sw__grpc_server_end(rec, &status);
     }
     return rc;
 }
 
 /* A completion of `cq` came back to the program: ends or begins what it completes. */
-void sw__grpc_handler_done(grpc_completion_queue *cq)
-{
-    if (tls_attach.on && tls_attach.cq == cq) {
-        attach_end();
-    }
-}
-
 void sw__grpc_completed(grpc_completion_queue *cq, void *tag, int success)
 {
     grpc_event ev = {.type = GRPC_OP_COMPLETE, .success = success, .tag = tag};
-    if (tag == NULL || atomic_load_explicit(&pendings_n, memory_order_relaxed) == 0) {
+    if (tag == NULL || atomic_load_explicit(&sw__grpc_pendings_n, memory_order_relaxed) == 0) {
         return;
     }
     call_rec_t *rec = NULL;
     sw__plugin_lock(SW__PLUGIN_LOCK_GRPC);
-    pending_t *p = (pending_t *)sw__handle_map_find(&pendings, ev.tag);
+    pending_t *p = (pending_t *)sw__handle_map_find(&sw__grpc_pendings, ev.tag);
     if (p != NULL && p->cq != cq && p->kind == PEND_REQUEST) {
         p = NULL; /* the same tag value on another queue: not ours */
     }
     if (p != NULL) {
-        p = map_take(&pendings, &pendings_n, ev.tag);
+        p = sw__grpc_map_take(&sw__grpc_pendings, &sw__grpc_pendings_n, ev.tag);
         if (p->kind == PEND_STATUS) {
-            rec = map_take(&calls, &calls_n, p->call);
+            rec = sw__grpc_map_take(&sw__grpc_calls, &sw__grpc_calls_n, p->call);
         }
     }
     sw__plugin_unlock(SW__PLUGIN_LOCK_GRPC);
@@ -768,9 +526,9 @@ void sw__grpc_completed(grpc_completion_queue *cq, void *tag, int success)
     if (p->kind == PEND_STATUS && rec != NULL) {
         client_end(rec, ev.success ? p->status : NULL, ev.success ? p->details : NULL);
     } else if (p->kind == PEND_REQUEST && ev.success) {
-        server_begin(p, cq);
+        sw__grpc_server_begin(p, cq);
     }
-    pending_free(p);
+    sw__grpc_pending_free(p);
 }
 
 grpc_event grpc_completion_queue_next(grpc_completion_queue *cq, gpr_timespec deadline,
@@ -785,8 +543,8 @@ grpc_event grpc_completion_queue_next(grpc_completion_queue *cq, gpr_timespec de
     if (sw__grpc_own_call) {
         return real(cq, deadline, reserved);
     }
-    if (tls_attach.on && tls_attach.cq == cq) {
-        attach_end(); /* back to the server's loop: the handler returned */
+    if (sw__grpc_attached_from(cq)) {
+        sw__grpc_attach_end(); /* back to the server's loop: the handler returned */
     }
     grpc_event ev = real(cq, deadline, reserved);
     if (ev.type == GRPC_OP_COMPLETE) {
@@ -807,8 +565,8 @@ grpc_event grpc_completion_queue_pluck(grpc_completion_queue *cq, void *tag, gpr
     if (sw__grpc_own_call) {
         return real(cq, tag, deadline, reserved);
     }
-    if (tls_attach.on && tls_attach.cq == cq) {
-        attach_end();
+    if (sw__grpc_attached_from(cq)) {
+        sw__grpc_attach_end();
     }
     grpc_event ev = real(cq, tag, deadline, reserved);
     if (ev.type == GRPC_OP_COMPLETE) {
@@ -824,9 +582,9 @@ void grpc_call_ref(grpc_call *call)
     if (real == NULL) {
         return;
     }
-    if (!sw__grpc_own_call && atomic_load_explicit(&calls_n, memory_order_relaxed) != 0) {
+    if (!sw__grpc_own_call && atomic_load_explicit(&sw__grpc_calls_n, memory_order_relaxed) != 0) {
         sw__plugin_lock(SW__PLUGIN_LOCK_GRPC);
-        call_rec_t *rec = (call_rec_t *)sw__handle_map_find(&calls, call);
+        call_rec_t *rec = (call_rec_t *)sw__handle_map_find(&sw__grpc_calls, call);
         if (rec != NULL) {
             rec->refs++;
         }
@@ -841,25 +599,25 @@ void grpc_call_unref(grpc_call *call)
     if (!reals(&f)) {
         return;
     }
-    if (sw__grpc_own_call || atomic_load_explicit(&calls_n, memory_order_relaxed) == 0) {
+    if (sw__grpc_own_call || atomic_load_explicit(&sw__grpc_calls_n, memory_order_relaxed) == 0) {
         f.unref(call);
         return;
     }
     sw__plugin_lock(SW__PLUGIN_LOCK_GRPC);
-    call_rec_t *rec = (call_rec_t *)sw__handle_map_find(&calls, call);
+    call_rec_t *rec = (call_rec_t *)sw__handle_map_find(&sw__grpc_calls, call);
     if (rec != NULL && --rec->refs > 0) {
         rec = NULL; /* not the last reference */
     } else if (rec != NULL) {
-        rec = map_take(&calls, &calls_n, call);
+        rec = sw__grpc_map_take(&sw__grpc_calls, &sw__grpc_calls_n, call);
     }
     pending_t *p = NULL;
     if (rec != NULL && rec->status_tag != NULL) {
-        p = map_take(&pendings, &pendings_n, rec->status_tag);
+        p = sw__grpc_map_take(&sw__grpc_pendings, &sw__grpc_pendings_n, rec->status_tag);
     }
     sw__plugin_unlock(SW__PLUGIN_LOCK_GRPC);
-    pending_free(p);
+    sw__grpc_pending_free(p);
     if (rec != NULL && rec->server) {
-        server_end(rec, NULL);
+        sw__grpc_server_end(rec, NULL);
     } else if (rec != NULL) {
         client_end(rec, NULL, NULL);
     }

@@ -74,8 +74,9 @@ grpc_completion_queue *grpc_completion_queue_create(const grpc_completion_queue_
     return cq;
 }
 
-grpc_completion_queue *grpc_completion_queue_create_for_callback(
-    grpc_completion_queue_functor *shutdown_callback, void *reserved)
+grpc_completion_queue *
+grpc_completion_queue_create_for_callback(grpc_completion_queue_functor *shutdown_callback,
+                                          void *reserved)
 {
     grpc_completion_queue *(*real)(grpc_completion_queue_functor *, void *);
     SW__PRELOAD_REAL(real, "grpc_completion_queue_create_for_callback");

@@ -66,9 +66,10 @@ int main(int argc, char **argv)
     grpc_metadata_array_init(&trailing);
     grpc_status_code status = GRPC_STATUS_UNKNOWN;
     grpc_slice details = grpc_empty_slice();
-    grpc_op ops[6] = {{.op = GRPC_OP_SEND_INITIAL_METADATA}, {.op = GRPC_OP_SEND_MESSAGE},
-                      {.op = GRPC_OP_SEND_CLOSE_FROM_CLIENT}, {.op = GRPC_OP_RECV_INITIAL_METADATA},
-                      {.op = GRPC_OP_RECV_MESSAGE},          {.op = GRPC_OP_RECV_STATUS_ON_CLIENT}};
+    grpc_op ops[6] = {
+        {.op = GRPC_OP_SEND_INITIAL_METADATA},  {.op = GRPC_OP_SEND_MESSAGE},
+        {.op = GRPC_OP_SEND_CLOSE_FROM_CLIENT}, {.op = GRPC_OP_RECV_INITIAL_METADATA},
+        {.op = GRPC_OP_RECV_MESSAGE},           {.op = GRPC_OP_RECV_STATUS_ON_CLIENT}};
     ops[1].data.send_message.send_message = req;
     ops[3].data.recv_initial_metadata.recv_initial_metadata = &initial;
     ops[4].data.recv_message.recv_message = &resp;

@@ -71,5 +71,11 @@ target_compile_definitions(plugins_bench PRIVATE
   PL_DB_SERVERS_SH="${SW_DB_SERVERS_SH}"
   SW_TEST_KAFKA_BROKER_SH="${SW_KAFKA_BROKER_SH}")
 add_dependencies(plugins_bench skywalking-preload)
+if(NOT SW_SANITIZE)
+  # gRPC unary calls to the C++ server of the gRPC span tests (tests/grpc_spans.cmake)
+  target_compile_definitions(plugins_bench PRIVATE PL_GRPC_SERVER="$<TARGET_FILE:gs_sync_server>")
+  target_link_libraries(plugins_bench PRIVATE PkgConfig::GRPC)
+  add_dependencies(plugins_bench gs_sync_server)
+endif()
 set_tests_properties(plugins_bench_smoke PROPERTIES
   ENVIRONMENT "SW_TEST_DB_STATE=${SW_DB_FIXTURE_DIR};SW_TEST_KAFKA_DIR=${SW_KAFKA_FIXTURE_DIR}")

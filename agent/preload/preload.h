@@ -26,6 +26,7 @@
 #define SW__COMPONENT_POSTGRESQL 22
 #define SW__COMPONENT_MYSQL      5 /* libmariadb: the MySQL C API, to MySQL or MariaDB */
 #define SW__COMPONENT_REDIS      7
+#define SW__COMPONENT_GRPC       23 /* gRPC client and server calls */
 
 /*
  * Returns the next definition of `name` after this library (`version` may be NULL), caching

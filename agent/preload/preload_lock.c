@@ -17,6 +17,8 @@ static plugin_lock_t locks[] = {
     {PTHREAD_MUTEX_INITIALIZER}, {PTHREAD_MUTEX_INITIALIZER}, {PTHREAD_MUTEX_INITIALIZER},
     {PTHREAD_MUTEX_INITIALIZER}, {PTHREAD_MUTEX_INITIALIZER}, {PTHREAD_MUTEX_INITIALIZER},
     {PTHREAD_MUTEX_INITIALIZER},
+
+    {PTHREAD_MUTEX_INITIALIZER}, /* SW__PLUGIN_LOCK_GRPC */
 };
 _Static_assert(sizeof locks / sizeof *locks == SW__PLUGIN_LOCK_COUNT,
                "one initialised mutex per sw__plugin_lock_id_t");

@@ -27,6 +27,8 @@ typedef enum sw__plugin_lock_id {
     SW__PLUGIN_LOCK_MARIADB,    /* preload_mariadb.c: connections and statements */
     SW__PLUGIN_LOCK_HIREDIS,    /* preload_hiredis.c: appended commands per context */
     SW__PLUGIN_LOCK_RDKAFKA,    /* preload_rdkafka.c: librdkafka clients and topic handles */
+
+    SW__PLUGIN_LOCK_GRPC, /* preload_grpc.c: calls, completions awaited, registrations */
     SW__PLUGIN_LOCK_COUNT
 } sw__plugin_lock_id_t;
 

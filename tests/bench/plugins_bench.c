@@ -6,6 +6,11 @@
  *   redis: redisCommand("GET k") over loopback TCP to a real Redis
  *   kafka: rd_kafka_producev of a 100-byte record to a real Kafka broker, flushed (sent and
  *          acknowledged) every 100 calls, librdkafka's sending threads included (see "kafka")
+ *   grpc:  a unary gs.Echo/Unary call (gRPC's C API, registered method, one batch, plucked) over
+ *          loopback TCP to tests/integration/grpc_spans/gs_sync_server (a libgrpc++
+ *          synchronous server, untraced; plain builds only: in sanitizer builds the grpc_
+ *          figures are left out). Its server pid is the server's main thread: pinning it does
+ *          not pin the library's threads that serve the calls.
  *
  * A round runs two clients side by side, each a child process (this program in "client" mode,
  * linking libpq and hiredis dynamically) with a connection of its own: plain, and traced (the
@@ -51,14 +56,21 @@
  * thread's /proc/self/task/<tid>/schedstat over the same span of time, median over the rounds
  * ("na" when it could not be read); the rest of the delta is the calling thread's.
  *
- * Last line: pq_cpu_ns_per_call_plain= pq_cpu_ns_per_call_traced= pq_cpu_ns_per_call_delta=
- *            pq_delta_min= pq_delta_max= pq_consumer_ns_per_call= redis_cpu_ns_per_call_plain=
- *            ... redis_delta_max= redis_consumer_ns_per_call= kafka_cpu_ns_per_call_plain=
- *            ... kafka_consumer_ns_per_call= rounds=
+ * Last line: [grpc_cpu_ns_per_call_plain= grpc_cpu_ns_per_call_traced= grpc_cpu_ns_per_call_delta=
+ *            grpc_delta_min= grpc_delta_max=] pq_cpu_ns_per_call_plain= pq_cpu_ns_per_call_traced=
+ *            pq_cpu_ns_per_call_delta= pq_delta_min= pq_delta_max= pq_consumer_ns_per_call=
+ *            redis_cpu_ns_per_call_plain= ... redis_delta_max= redis_consumer_ns_per_call=
+ *            kafka_cpu_ns_per_call_plain= ... kafka_consumer_ns_per_call= rounds=
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#ifdef PL_GRPC_SERVER
+#include <grpc/byte_buffer.h>
+#include <grpc/grpc.h>
+#include <grpc/grpc_security.h>
+#include <grpc/support/time.h>
+#endif
 #include <hiredis.h>
 #include <libpq-fe.h>
 #include <librdkafka/rdkafka.h>
@@ -480,6 +492,140 @@ static void servers_close(void)
     }
 }
 
+#ifdef PL_GRPC_SERVER
+/* ---- gRPC unary: gs.Echo/Unary of tests/integration/grpc_spans/gs_sync_server -------------- */
+
+typedef struct grpc_bench {
+    grpc_channel *channel;
+    grpc_completion_queue *cq;
+    void *method; /* registered /gs.Echo/Unary */
+} grpc_bench_t;
+
+/* One unary call through gRPC's C API, as libgrpc++ makes it: one batch, plucked. */
+static bool grpc_unary_call(void *conn)
+{
+    grpc_bench_t *b = conn;
+    gpr_timespec deadline =
+        gpr_time_add(gpr_now(GPR_CLOCK_REALTIME), gpr_time_from_seconds(30, GPR_TIMESPAN));
+    grpc_call *call = grpc_channel_create_registered_call(b->channel, NULL, GRPC_PROPAGATE_DEFAULTS,
+                                                          b->cq, b->method, deadline, NULL);
+    static const char msg[] = {0x0a, 0x01, 'x'}; /* gs.Msg{text: "x"} */
+    grpc_slice s = grpc_slice_from_static_buffer(msg, sizeof msg);
+    grpc_byte_buffer *req = grpc_raw_byte_buffer_create(&s, 1), *resp = NULL;
+    grpc_metadata_array initial, trailing;
+    grpc_metadata_array_init(&initial);
+    grpc_metadata_array_init(&trailing);
+    grpc_status_code status = GRPC_STATUS_UNKNOWN;
+    grpc_slice details = grpc_empty_slice();
+    grpc_op ops[6] = {
+        {.op = GRPC_OP_SEND_INITIAL_METADATA},  {.op = GRPC_OP_SEND_MESSAGE},
+        {.op = GRPC_OP_SEND_CLOSE_FROM_CLIENT}, {.op = GRPC_OP_RECV_INITIAL_METADATA},
+        {.op = GRPC_OP_RECV_MESSAGE},           {.op = GRPC_OP_RECV_STATUS_ON_CLIENT}};
+    ops[1].data.send_message.send_message = req;
+    ops[3].data.recv_initial_metadata.recv_initial_metadata = &initial;
+    ops[4].data.recv_message.recv_message = &resp;
+    ops[5].data.recv_status_on_client.trailing_metadata = &trailing;
+    ops[5].data.recv_status_on_client.status = &status;
+    ops[5].data.recv_status_on_client.status_details = &details;
+    bool ok =
+        call != NULL && grpc_call_start_batch(call, ops, 6, (void *)1, NULL) == GRPC_CALL_OK &&
+        grpc_completion_queue_pluck(b->cq, (void *)1, gpr_inf_future(GPR_CLOCK_REALTIME), NULL)
+            .success &&
+        status == GRPC_STATUS_OK && resp != NULL;
+    if (!ok) {
+        fprintf(stderr, "plugins_bench client: gRPC unary call failed (status %d)\n", (int)status);
+    }
+    grpc_byte_buffer_destroy(req);
+    if (resp != NULL) {
+        grpc_byte_buffer_destroy(resp);
+    }
+    grpc_metadata_array_destroy(&initial);
+    grpc_metadata_array_destroy(&trailing);
+    grpc_slice_unref(details);
+    if (call != NULL) {
+        grpc_call_unref(call);
+    }
+    return ok;
+}
+
+static int client_grpc(void)
+{
+    grpc_init();
+    grpc_channel_credentials *creds = grpc_insecure_credentials_create();
+    grpc_bench_t b = {.channel = grpc_channel_create(getenv("PL_GRPC_TARGET"), creds, NULL),
+                      .cq = grpc_completion_queue_create_for_pluck(NULL)};
+    grpc_channel_credentials_release(creds);
+    b.method = grpc_channel_register_call(b.channel, "/gs.Echo/Unary", NULL, NULL);
+    int rc = client_serve(grpc_unary_call, &b, atoi(getenv("PL_GRPC_SERVER_PID")), 0);
+    grpc_channel_destroy(b.channel);
+    grpc_completion_queue_shutdown(b.cq);
+    while (grpc_completion_queue_pluck(b.cq, NULL, gpr_inf_future(GPR_CLOCK_REALTIME), NULL).type !=
+           GRPC_QUEUE_SHUTDOWN) {
+    }
+    grpc_completion_queue_destroy(b.cq);
+    grpc_shutdown();
+    return rc;
+}
+
+/* The gRPC server of the benchmark's gRPC rounds: gs_sync_server, untraced, until its stdin
+   closes (gs_server_stop). */
+static pid_t grpc_server_pid;
+static int grpc_server_stdin = -1;
+
+static void gs_server_start(void)
+{
+    char dir[] = "/tmp/sw-plugins-bench-grpc.XXXXXX", port_file[64];
+    if (mkdtemp(dir) == NULL) {
+        die("mkdtemp failed");
+    }
+    snprintf(port_file, sizeof port_file, "%s/port", dir);
+    int in[2];
+    if (pipe2(in, O_CLOEXEC) != 0) {
+        die("pipe failed");
+    }
+    grpc_server_pid = fork();
+    if (grpc_server_pid == 0) {
+        dup2(in[0], 0);
+        execl(PL_GRPC_SERVER, PL_GRPC_SERVER, port_file, (char *)NULL);
+        _exit(127);
+    }
+    close(in[0]);
+    grpc_server_stdin = in[1];
+    int port = 0;
+    for (int i = 0; i < 6000 && port == 0; i++) { /* 60 s */
+        FILE *f = fopen(port_file, "r");
+        if (f != NULL && fscanf(f, "%d", &port) != 1) {
+            port = 0;
+        }
+        if (f != NULL) {
+            fclose(f);
+        }
+        if (port == 0) {
+            usleep(10000);
+        }
+    }
+    unlink(port_file);
+    rmdir(dir);
+    if (port == 0) {
+        die("gs_sync_server did not start within 60 s");
+    }
+    char target[64], pid[32];
+    snprintf(target, sizeof target, "127.0.0.1:%d", port);
+    snprintf(pid, sizeof pid, "%d", (int)grpc_server_pid);
+    setenv("PL_GRPC_TARGET", target, 1);
+    setenv("PL_GRPC_SERVER_PID", pid, 1);
+}
+
+static void gs_server_stop(void)
+{
+    if (grpc_server_stdin >= 0) {
+        close(grpc_server_stdin);
+        grpc_server_stdin = -1;
+        waitpid(grpc_server_pid, NULL, 0);
+    }
+}
+#endif
+
 /* ---- measuring ----------------------------------------------------------------------------- */
 
 static void client_fail(const client_t *c, const char *why)
@@ -762,6 +908,11 @@ int main(int argc, char **argv)
         if (strcmp(argv[2], "kafka") == 0) {
             return client_kafka();
         }
+#ifdef PL_GRPC_SERVER
+        if (strcmp(argv[2], "grpc") == 0) {
+            return client_grpc();
+        }
+#endif
         return strcmp(argv[2], "pq") == 0 ? client_pq() : client_redis();
     }
     bool smoke = false;
@@ -798,7 +949,18 @@ int main(int argc, char **argv)
     kafka_open();
     figures_t kf = measure(self, "kafka", rounds, n, k);
     kafka_close();
+#ifdef PL_GRPC_SERVER
+    gs_server_start(); /* before servers_close: the segment files go to the servers' dir */
+    figures_t gr = measure(self, "grpc", rounds, n, k);
+    gs_server_stop();
+#endif
     servers_close();
+#ifdef PL_GRPC_SERVER
+    /* first on the last line: the figures of the gRPC rounds (plain builds only) */
+    printf("grpc_cpu_ns_per_call_plain=%.0f grpc_cpu_ns_per_call_traced=%.0f "
+           "grpc_cpu_ns_per_call_delta=%.0f grpc_delta_min=%.0f grpc_delta_max=%.0f ",
+           gr.plain, gr.traced, gr.delta, gr.dmin, gr.dmax);
+#endif
     char pq_cons[32] = "na", rd_cons[32] = "na"; /* "na": the consumer's CPU could not be read */
     if (pq.consumer >= 0) {
         snprintf(pq_cons, sizeof pq_cons, "%.0f", pq.consumer);

@@ -13,7 +13,12 @@ one JSON object per line, written whole and flushed, so that C tests can read it
    "refEndpoints": [parentEndpoint of each reference, span by span],
    "refs": [{"traceId", "parentTraceSegmentId", "parentSpanId", "parentService"} of each
             reference, span by span],
-   "errors": [isError of each span], "logs": ["k=v k=v ..." of each log, span by span]}
+   "errors": [isError of each span], "logs": ["k=v k=v ..." of each log, span by span],
+   "spanDetails": [{"spanId", "parentSpanId", "op", "peer", "type" (0 Entry, 1 Exit, 2 Local),
+                    "layer", "component", "error", "tags": {k: v}, "logs": [{k: v}],
+                    "refs": [{"type" (0 CrossProcess, 1 CrossThread), "traceId",
+                              "parentSegment", "parentSpanId", "parentService",
+                              "parentEndpoint", "address"}]}, ...]}
   {"kind": "properties", "service": ..., "serviceInstance": ..., "properties": {k: v, ...}}
   {"kind": "ping", "service": ..., "serviceInstance": ...}
   {"kind": "rejected", "method": "collect" | "reportInstanceProperties" | "keepAlive"}
@@ -134,6 +139,21 @@ def padded(args, out):
     return out
 
 
+def span_detail(s):
+    """Everything of a span that the span tests check (the "spanDetails" of a segment)."""
+    return {
+        "spanId": s.spanId, "parentSpanId": s.parentSpanId, "op": s.operationName,
+        "peer": s.peer, "type": int(s.spanType), "layer": int(s.spanLayer),
+        "component": s.componentId, "error": s.isError,
+        "tags": {t.key: t.value for t in s.tags},
+        "logs": [{kv.key: kv.value for kv in log.data} for log in s.logs],
+        "refs": [{"type": int(r.refType), "traceId": r.traceId,
+                  "parentSegment": r.parentTraceSegmentId, "parentSpanId": r.parentSpanId,
+                  "parentService": r.parentService, "parentEndpoint": r.parentEndpoint,
+                  "address": r.networkAddressUsedAtPeer} for r in s.refs],
+    }
+
+
 def build_servicers(args, recorder):
     import command_pb2
     import common_pb2
@@ -184,6 +204,7 @@ def build_servicers(args, recorder):
                     "errors": [s.isError for s in seg.spans],
                     "logs": [" ".join(f"{kv.key}={kv.value}" for kv in log.data)
                              for s in seg.spans for log in s.logs],
+                    "spanDetails": [span_detail(s) for s in seg.spans],
                 })
             if args.test_double_reject_collect:
                 recorder.write([{"kind": "rejected", "method": "collect",

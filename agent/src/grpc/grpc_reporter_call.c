@@ -117,9 +117,27 @@ static void response_take(grpc_byte_buffer *bb, sw__grpc_result_t *res)
     grpc_slice_unref(all);
 }
 
+/* The default TLS model: libskywalking.so may be dlopened (agent/CMakeLists.txt, "Thread-locals");
+   this is read once per reporting call, and by the preload's gRPC interposers. */
+_Thread_local bool sw__grpc_own_call;
+
+static void call_run(grpc_channel *channel, grpc_completion_queue *queue, const char *method,
+                     const sw__report_record_t *messages, size_t count, const char *token,
+                     uint32_t timeout_ms, sw__grpc_cancel_t *cancel, sw__grpc_result_t *res);
+
 void sw__grpc_call_run(grpc_channel *channel, grpc_completion_queue *queue, const char *method,
                        const sw__report_record_t *messages, size_t count, const char *token,
                        uint32_t timeout_ms, sw__grpc_cancel_t *cancel, sw__grpc_result_t *res)
+{
+    bool outer = sw__grpc_own_call;
+    sw__grpc_own_call = true;
+    call_run(channel, queue, method, messages, count, token, timeout_ms, cancel, res);
+    sw__grpc_own_call = outer;
+}
+
+static void call_run(grpc_channel *channel, grpc_completion_queue *queue, const char *method,
+                     const sw__report_record_t *messages, size_t count, const char *token,
+                     uint32_t timeout_ms, sw__grpc_cancel_t *cancel, sw__grpc_result_t *res)
 {
     memset(res, 0, sizeof *res);
     res->status = GRPC_STATUS_INTERNAL;

@@ -53,6 +53,15 @@ void sw__grpc_call_run(grpc_channel *channel, grpc_completion_queue *queue, cons
                        const sw__report_record_t *messages, size_t count, const char *token,
                        uint32_t timeout_ms, sw__grpc_cancel_t *cancel, sw__grpc_result_t *res);
 
+/*
+ * True on a thread while it runs one of the agent's own calls (sw__grpc_call_run). Inside
+ * libskywalking-preload.so the agent's calls to gRPC's C core reach the preload's gRPC plugin
+ * (agent/preload/preload_grpc.c: the library is linked with -Bsymbolic-functions, so its own
+ * references bind to its own interposers); the plugin then only forwards them, so that the
+ * agent never traces its own reporting.
+ */
+extern _Thread_local bool sw__grpc_own_call;
+
 /* The name of a status code ("UNAVAILABLE"). Never NULL. */
 const char *sw__grpc_status_name(grpc_status_code status);
 

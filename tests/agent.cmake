@@ -117,9 +117,11 @@ if(TARGET skywalking_shared AND NOT SW_SANITIZE)
     $<TARGET_OBJECTS:datacarrier_objects> $<TARGET_OBJECTS:datacarrier_tls_initial_exec>
     $<TARGET_OBJECTS:swproto_objects> $<TARGET_OBJECTS:swcommon_objects>)
   target_link_options(skywalking_ie_bench PRIVATE
-    -Wl,--version-script=${PROJECT_SOURCE_DIR}/agent/skywalking.map -Wl,-Bsymbolic-functions)
+    -Wl,--version-script=${PROJECT_SOURCE_DIR}/agent/skywalking.map -Wl,-Bsymbolic-functions
+    -Wl,--no-undefined)
   target_link_libraries(skywalking_ie_bench PRIVATE
-    kproducer PkgConfig::PROTOBUF_C PkgConfig::GRPC Threads::Threads ${CMAKE_DL_LIBS})
+    kproducer PkgConfig::PROTOBUF_C PkgConfig::GRPC PkgConfig::LIBDW Threads::Threads
+    ${CMAKE_DL_LIBS})
   sw_target_defaults(skywalking_ie_bench)
   sw_add_bench(dlopen_bench SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/bench/dlopen_bench.c
                LIBS ${CMAKE_DL_LIBS})

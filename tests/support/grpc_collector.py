@@ -11,9 +11,6 @@ one JSON object per line, written whole and flushed, so that C tests can read it
   {"kind": "segment", "traceSegmentId": ..., "traceId": ..., "service": ...,
    "serviceInstance": ..., "operations": ["op0", "op1", ...], "spans": n,
    "refEndpoints": [parentEndpoint of each reference, span by span],
-   "refs": [{"traceId", "parentTraceSegmentId", "parentSpanId", "parentService"} of each
-            reference, span by span],
-   "errors": [isError of each span], "logs": ["k=v k=v ..." of each log, span by span],
    "spanDetails": [{"spanId", "parentSpanId", "op", "peer", "type" (0 Entry, 1 Exit, 2 Local),
                     "layer", "component", "error", "tags": {k: v}, "logs": [{k: v}],
                     "refs": [{"type" (0 CrossProcess, 1 CrossThread), "traceId",
@@ -198,12 +195,6 @@ def build_servicers(args, recorder):
                     "operations": [s.operationName for s in seg.spans],
                     "spans": len(seg.spans),
                     "refEndpoints": [r.parentEndpoint for s in seg.spans for r in s.refs],
-                    "refs": [{"traceId": r.traceId, "parentTraceSegmentId": r.parentTraceSegmentId,
-                              "parentSpanId": r.parentSpanId, "parentService": r.parentService}
-                             for s in seg.spans for r in s.refs],
-                    "errors": [s.isError for s in seg.spans],
-                    "logs": [" ".join(f"{kv.key}={kv.value}" for kv in log.data)
-                             for s in seg.spans for log in s.logs],
                     "spanDetails": [span_detail(s) for s in seg.spans],
                 })
             if args.test_double_reject_collect:

@@ -208,6 +208,7 @@ Test(crash_ship, sends_a_spool_with_its_frames_symbolized)
     const char *stack = so->spans[1]->logs[0]->data[3]->value;
     cr_assert_str_eq(so->spans[1]->logs[0]->data[3]->key, "stack");
     cr_assert_not_null(strstr(stack, "#0 crash_ship_test_frame"), "stack: %s", stack);
+    agent_test_free(&segs);
     free(path);
 }
 

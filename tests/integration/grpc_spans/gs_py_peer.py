@@ -10,10 +10,6 @@ needs no generated code. Serves until its stdin closes, then lets the agent send
 import os
 import sys
 
-sys.path.insert(0, os.environ["GS_SUPPORT_DIR"])
-import pyagent_protocol  # noqa: E402
-
-pyagent_protocol.ensure(os.environ["GS_PROTO_DIR"])
 from skywalking import agent, config  # noqa: E402
 
 config.init()

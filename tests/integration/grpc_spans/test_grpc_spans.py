@@ -225,10 +225,7 @@ def cross_language(args, col, target, tmp):
     env = agent_env(col, "gs-py")
     env.update({"SW_AGENT_PROFILE_ACTIVE": "False", "SW_AGENT_METER_REPORTER_ACTIVE": "False",
                 "SW_AGENT_LOG_REPORTER_ACTIVE": "False", "SW_AGENT_PROTOCOL": "grpc",
-                "SW_AGENT_LOGGING_LEVEL": "WARNING",
-                "GS_SUPPORT_DIR": os.path.dirname(os.path.abspath(args.collector)),
-                "GS_PROTO_DIR": os.path.join(os.path.dirname(os.path.abspath(args.collector)),
-                                             "..", "..", "proto")})
+                "SW_AGENT_LOGGING_LEVEL": "WARNING"})
     env.pop("LD_PRELOAD", None)
     port_file = os.path.join(tmp, "py.port")
     py = subprocess.Popen([VENV_PY, args.py_peer, port_file], env=env, stdin=subprocess.PIPE,

@@ -133,9 +133,9 @@ def main():
             fail("py_peer exited %d" % py.returncode)
 
         def has_ref(seg, parent, service):
-            return any(r["parentTraceSegmentId"] == parent["traceSegmentId"] and
+            return any(r["parentSegment"] == parent["traceSegmentId"] and
                        r["parentService"] == service and r["traceId"] == parent["traceId"]
-                       for r in seg["refs"])
+                       for span in seg["spanDetails"] for r in span["refs"])
 
         if not has_ref(py_cons, c_prod, "c-producer"):
             fail("C -> Python: the Python consumer span does not reference the C producer "

@@ -12,7 +12,7 @@ set(SW_NGINX_TEST_ENV
   SW_PL_SERVER=$<TARGET_FILE:pl_server>
   SW_PRELOAD_LIB=$<TARGET_FILE:skywalking-preload>)
 
-foreach(case config spans w3c grpc hostile reload dead_collector)
+foreach(case config spans w3c grpc fastcgi_uwsgi hostile reload dead_collector)
   add_test(NAME nginx_${case}
            COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/integration/nginx/test_nginx.py
                    ${case})

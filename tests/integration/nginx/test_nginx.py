@@ -9,6 +9,8 @@ each case as its own ctest entry): test_nginx.py CASE.
             `skywalking off`, skywalking_ignore, skywalking_operation_name, $sw8
   w3c       incoming traceparent continued; traceparent and sw8 sent upstream
   grpc      grpc_pass to a real gRPC server: exit span, sw8 in the call's metadata
+  fastcgi_uwsgi  fastcgi_pass and uwsgi_pass to responders of those protocols (in this
+            process): exit spans, sw8 as the HTTP_SW8 parameter / variable, failover
   hostile   malformed, oversized, invalid-UTF-8 sw8 / traceparent headers and request lines:
             every request answered, no worker crashes, the spans stay valid
   reload    exact accounting across `nginx -s reload` and a binary upgrade (USR2) under load
@@ -18,13 +20,14 @@ each case as its own ctest entry): test_nginx.py CASE.
 import os
 import signal
 import socket
+import struct
 import sys
 import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from nginx_harness import (Backend, Nginx, PlServer, decode_sw8, encode_sw8, fail, http_get,
-                           raw_request, segments, tag, tmpdir, traces, wait_for)
+                           raw_request, segments, tag, tmpdir, traces, wait_for, WAIT_S)
 
 TRACE_IN = "a1b2c3d4e5f60718293a4b5c6d7e8f90.1.1"
 SEG_IN = "a1b2c3d4e5f60718293a4b5c6d7e8f90.1.2"
@@ -371,6 +374,220 @@ def case_grpc():
         v = decode_sw8(sw8[0])
         check(v["segment"] == seg["traceSegmentId"] and v["span"] == x["spanId"],
               "the gRPC call's sw8 does not name its exit span: %s" % v)
+
+
+# ---------------------------------------------------------------------------------------------
+
+class Responder:
+    """A TCP server on loopback (a thread per connection) that answers one request per
+    connection with handle(sock) -> list of (name, value) pairs it received, and records them."""
+
+    def __init__(self, handle):
+        self.seen = []
+        self.errors = []
+        self.lock = threading.Lock()
+        self.handle = handle
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.port = self.sock.getsockname()[1]
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+        self.thread.start()
+
+    def serve(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self.one, args=(conn,), daemon=True).start()
+
+    def one(self, conn):
+        with conn:
+            conn.settimeout(WAIT_S)
+            try:
+                pairs = self.handle(conn)
+            except Exception as e:  # reported by the case: a broken request from nginx
+                with self.lock:
+                    self.errors.append(repr(e))
+                return
+            with self.lock:
+                self.seen.append(pairs)
+
+    def requests(self, uri):
+        """The pairs of each request whose REQUEST_URI is uri."""
+        with self.lock:
+            return [p for p in self.seen if ("REQUEST_URI", uri) in p]
+
+    def stop(self):
+        self.sock.close()
+
+
+def recv_exact(conn, n):
+    buf = b""
+    while len(buf) < n:
+        chunk = conn.recv(n - len(buf))
+        if not chunk:
+            raise EOFError("connection closed after %d of %d bytes" % (len(buf), n))
+        buf += chunk
+    return buf
+
+
+def fcgi_pairs(data):
+    """FastCGI name-value pairs (lengths of 1 byte, or 4 with the high bit set)."""
+    out, i = [], 0
+
+    def length():
+        nonlocal i
+        if data[i] < 0x80:
+            i += 1
+            return data[i - 1]
+        i += 4
+        return int.from_bytes(data[i - 4:i], "big") & 0x7fffffff
+    while i < len(data):
+        nl = length()
+        vl = length()
+        out.append((data[i:i + nl].decode("latin-1"),
+                    data[i + nl:i + nl + vl].decode("latin-1")))
+        i += nl + vl
+    return out
+
+
+def fcgi_handle(conn):
+    """One FastCGI request (FCGI_BEGIN_REQUEST, FCGI_PARAMS, FCGI_STDIN up to its empty
+    record), answered with FCGI_STDOUT and FCGI_END_REQUEST; returns the params."""
+    params, rid, begun = b"", 0, False
+    while True:
+        version, rtype, rid, clen, plen, _ = struct.unpack(">BBHHBB", recv_exact(conn, 8))
+        content = recv_exact(conn, clen)
+        recv_exact(conn, plen)
+        if version != 1:
+            raise ValueError("FastCGI version %d" % version)
+        if rtype == 1:  # FCGI_BEGIN_REQUEST: role 1 (responder)
+            begun = struct.unpack(">H", content[:2])[0] == 1
+        elif rtype == 4:  # FCGI_PARAMS
+            params += content
+        elif rtype == 5 and clen == 0:  # the end of FCGI_STDIN
+            break
+    if not begun:
+        raise ValueError("no FCGI_BEGIN_REQUEST for the responder role")
+    body = b"Status: 200 OK\r\nContent-Type: text/plain\r\n\r\nok"
+
+    def record(rtype, content):
+        return struct.pack(">BBHHBB", 1, rtype, rid, len(content), 0, 0) + content
+    conn.sendall(record(6, body) + record(6, b"") +
+                 record(3, struct.pack(">IB3x", 0, 0)))  # FCGI_REQUEST_COMPLETE
+    return fcgi_pairs(params)
+
+
+def uwsgi_handle(conn):
+    """One uwsgi request (modifier1 u8, datasize u16-LE, modifier2 u8; vars of u16-LE lengths),
+    answered with a raw HTTP response; returns the vars."""
+    mod1, size, mod2 = struct.unpack("<BHB", recv_exact(conn, 4))
+    if mod1 != 0 or mod2 != 0:
+        raise ValueError("uwsgi modifiers %d %d" % (mod1, mod2))
+    data, out, i = recv_exact(conn, size), [], 0
+    while i < len(data):
+        kl = struct.unpack("<H", data[i:i + 2])[0]
+        k = data[i + 2:i + 2 + kl].decode("latin-1")
+        i += 2 + kl
+        vl = struct.unpack("<H", data[i:i + 2])[0]
+        out.append((k, data[i + 2:i + 2 + vl].decode("latin-1")))
+        i += 2 + vl
+    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n"
+                 b"Connection: close\r\n\r\nok")
+    return out
+
+
+FCGI_UWSGI_CONF = """
+  upstream fcgi_fo {{ server 127.0.0.1:{dead}; server 127.0.0.1:{fcgi}; }}
+  upstream uwsgi_fo {{ server 127.0.0.1:{dead}; server 127.0.0.1:{uwsgi}; }}
+  server {{
+    listen 127.0.0.1:{{port0}};
+    skywalking on;
+    location /fcgi/ {{ fastcgi_pass 127.0.0.1:{fcgi};
+                      fastcgi_param REQUEST_URI $request_uri;
+                      fastcgi_param REQUEST_METHOD $request_method; }}
+    location /fcgifo/ {{ fastcgi_pass fcgi_fo; fastcgi_next_upstream error timeout;
+                        fastcgi_param REQUEST_URI $request_uri; }}
+    location /uwsgi/ {{ uwsgi_pass 127.0.0.1:{uwsgi};
+                       uwsgi_param REQUEST_URI $request_uri;
+                       uwsgi_param REQUEST_METHOD $request_method; }}
+    location /uwsgifo/ {{ uwsgi_pass uwsgi_fo; uwsgi_next_upstream error timeout;
+                         uwsgi_param REQUEST_URI $request_uri; }}
+  }}
+"""
+
+
+def case_fastcgi_uwsgi():
+    """fastcgi_pass and uwsgi_pass to responders of those protocols: an exit span per attempt
+    (failover: two, the first an error), the sw8 each backend got (as the HTTP_SW8 parameter /
+    variable: exactly one, ours, the client's replaced) naming its attempt's exit span."""
+    from nginx_harness import closed_port
+    tmp = tmpdir()
+    seg_file = os.path.join(tmp, "nginx.bin")
+    fcgi, uwsgi = Responder(fcgi_handle), Responder(uwsgi_handle)
+    conf = FCGI_UWSGI_CONF.format(fcgi=fcgi.port, uwsgi=uwsgi.port, dead=closed_port())
+    ngx = Nginx(conf, tmp=tmp, env={"SW_REPORTER_FILE_PATH": seg_file}).start()
+    paths = [("/fcgi/a", {}), ("/fcgi/b", {"sw8": encode_sw8(TRACE_IN, SEG_IN, 5)}),
+             ("/fcgifo/c", {}), ("/uwsgi/a", {}),
+             ("/uwsgi/b", {"sw8": encode_sw8(TRACE_IN, SEG_IN, 6)}), ("/uwsgifo/c", {})]
+    try:
+        results = {path: http_get(ngx.ports[0], path, headers) for path, headers in paths}
+    finally:
+        ngx.stop()
+        fcgi.stop()
+        uwsgi.stop()
+    ngx.check_no_crash()
+    check(not fcgi.errors and not uwsgi.errors, "malformed requests from nginx: %s %s" %
+          (fcgi.errors, uwsgi.errors))
+    for path, (status, body) in results.items():
+        check(status == 200 and body == b"ok", "%s answered %d %r" % (path, status, body))
+    tr = traces(seg_file)
+    segs = segments(tr)
+    check(len(segs) == len(paths), "%d segments for %d requests: %s" %
+          (len(segs), len(paths), [tag(entry_of(s), "url") for s in segs]))
+    for path, headers in paths:
+        server, live = (fcgi, fcgi.port) if path.startswith("/fcgi") else (uwsgi, uwsgi.port)
+        found = by_url(segs, path)
+        check(len(found) == 1, "%s: %d segments" % (path, len(found)))
+        s = found[0]
+        e, exits = s["spans"][0], s["spans"][1:]
+        check(e["spanType"] == "Entry" and e["componentId"] == 6000 and not e["isError"] and
+              tag(e, "http.status_code") == "200", "%s: entry span %s" % (path, e))
+        check(len(exits) == (2 if "fo/" in path else 1), "%s: %d exit spans" %
+              (path, len(exits)))
+        for x in exits:
+            check(x["spanType"] == "Exit" and x["parentSpanId"] == 0 and
+                  x["componentId"] == 49 and x["spanLayer"] == "Http",
+                  "%s: exit span %s" % (path, x))
+        if len(exits) == 2:  # failover: the dead server's attempt is an error (502)
+            check(exits[0]["isError"] and tag(exits[0], "http.status_code") == "502" and
+                  exits[0]["peer"] != "127.0.0.1:%d" % live, "%s: failed attempt %s" %
+                  (path, exits[0]))
+        x = exits[-1]
+        check(not x["isError"] and x["peer"] == "127.0.0.1:%d" % live and
+              tag(x, "http.status_code") == "200" and
+              tag(x, "upstream.header_time_ms") is not None, "%s: exit span %s" % (path, x))
+        got = server.requests(path)
+        check(len(got) == 1, "%s: the backend got %d requests" % (path, len(got)))
+        trace_names = [k for k, _ in got[0] if k in (
+            "HTTP_SW8", "HTTP_SW8_CORRELATION", "HTTP_SW8_X", "HTTP_TRACEPARENT",
+            "HTTP_TRACESTATE")]
+        # one sw8 (with its sw8-x at most once), no traceparent: SW_AGENT_PROPAGATION=sw8
+        check(trace_names.count("HTTP_SW8") == 1 and
+              len(set(trace_names)) == len(trace_names) and
+              not set(trace_names) & {"HTTP_TRACEPARENT", "HTTP_TRACESTATE"},
+              "%s: the trace headers the backend got are not exactly ours: %s" % (path, got[0]))
+        v = decode_sw8(dict(got[0])["HTTP_SW8"])
+        trace = [t["traceId"] for t in tr if s in t["segments"]]
+        check(v["segment"] == s["traceSegmentId"] and v["span"] == x["spanId"] and
+              [v["trace"]] == trace and v["peer"] == "127.0.0.1:%d" % live,
+              "%s: the sw8 the backend got does not name the exit span: %s" % (path, v))
+        if headers:  # the client's sw8: continued, and replaced upstream by ours
+            check(trace == [TRACE_IN] and e["refs"][0]["parentTraceSegmentId"] == SEG_IN,
+                  "%s: the client's sw8 not continued: %s" % (path, e["refs"]))
+    print("fastcgi_uwsgi: %d requests, exit spans and sw8 as expected" % len(paths))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -424,8 +424,7 @@ static void kafka_open(void)
 {
     char dir[64];
     snprintf(dir, sizeof dir, "/tmp/sw-plugins-bench-kafka.%d", (int)getpid());
-    if (sw_test_kafka_bootstrap_or_start(&kafka_broker, NULL, dir, "--topic " KAFKA_TOPIC ":1") !=
-        0) {
+    if (sw_test_kafka_bootstrap_or_start(&kafka_broker, NULL, dir, KAFKA_TOPIC ":1") != 0) {
         die("no Kafka broker (see above)");
     }
     setenv("SW_BENCH_KAFKA_BOOTSTRAP", kafka_broker.bootstrap, 1);

@@ -26,37 +26,12 @@
 #include <unistd.h>
 
 #include "../encode/pb_reverse.h"
+#include "../encode/segment_fields.h"
 #include "crash_internal.h"
 
 #define STR_MAX     65536u    /* longest string read from a segment */
 #define SPAN_IDS    10000u    /* SW_AGENT_SPAN_LIMIT's maximum */
 #define FRAME_PLACE "@frames" /* the stack log value the shipper replaces (crash_ship.c) */
-
-enum {
-    SEG_TRACE = 1,
-    SEG_ID = 2,
-    SEG_SPANS = 3,
-    SEG_SERVICE = 4,
-    SEG_INSTANCE = 5,
-    SEG_LIMITED = 6
-};
-enum {
-    SPAN_ID = 1,
-    SPAN_PARENT = 2,
-    SPAN_START = 3,
-    SPAN_END = 4,
-    SPAN_REFS = 5,
-    SPAN_OP = 6,
-    SPAN_PEER = 7,
-    SPAN_TYPE = 8,
-    SPAN_LAYER = 9,
-    SPAN_COMPONENT = 10,
-    SPAN_ERROR = 11,
-    SPAN_TAGS = 12,
-    SPAN_LOGS = 13,
-    SPAN_SKIP = 14,
-};
-enum { KV_KEY = 1, KV_VALUE = 2, LOG_TIME = 1, LOG_DATA = 2 };
 
 /* Signal context. */
 int32_t sw__crash_gettid(void)
@@ -148,10 +123,10 @@ static void kv_put(sw__pbr_t *w, unsigned field, const char *k, size_t kn, const
 {
     uint8_t *mark = sw__pbr_mark(w);
     if (vn != 0) {
-        sw__pbr_string_n(w, KV_VALUE, val, vn);
+        sw__pbr_string_n(w, SW__PB_KV_VALUE, val, vn);
     }
     if (kn != 0) {
-        sw__pbr_string_n(w, KV_KEY, k, kn);
+        sw__pbr_string_n(w, SW__PB_KV_KEY, k, kn);
     }
     sw__pbr_close(w, field, mark);
 }
@@ -177,11 +152,11 @@ static void logs_put(sw__pbr_t *w, const view_t *v, uint32_t id)
         uint8_t *mark = sw__pbr_mark(w);
         for (uint32_t k = last; k > i; k--) {
             if (attr_at(v, k)->kind == SW__ATTR_LOG_KV) {
-                attr_kv_put(w, v, LOG_DATA, attr_at(v, k));
+                attr_kv_put(w, v, SW__PB_LOG_DATA, attr_at(v, k));
             }
         }
-        sw__pbr_int64(w, LOG_TIME, log->time_ms);
-        sw__pbr_close(w, SPAN_LOGS, mark);
+        sw__pbr_int64(w, SW__PB_LOG_TIME, log->time_ms);
+        sw__pbr_close(w, SW__PB_SPAN_LOGS, mark);
     }
 }
 
@@ -190,13 +165,13 @@ static void crash_log_put(sw__pbr_t *w, const crash_info_t *ci)
 {
     uint8_t *mark = sw__pbr_mark(w);
     if (ci->stack) {
-        kv_put(w, LOG_DATA, "stack", 5, FRAME_PLACE, sizeof FRAME_PLACE - 1);
+        kv_put(w, SW__PB_LOG_DATA, "stack", 5, FRAME_PLACE, sizeof FRAME_PLACE - 1);
     }
-    kv_put(w, LOG_DATA, "message", 7, ci->message, ci->message_len);
-    kv_put(w, LOG_DATA, "error.kind", 10, ci->kind, bounded_len(ci->kind, 16));
-    kv_put(w, LOG_DATA, "event", 5, "error", 5);
-    sw__pbr_int64(w, LOG_TIME, ci->ms);
-    sw__pbr_close(w, SPAN_LOGS, mark);
+    kv_put(w, SW__PB_LOG_DATA, "message", 7, ci->message, ci->message_len);
+    kv_put(w, SW__PB_LOG_DATA, "error.kind", 10, ci->kind, bounded_len(ci->kind, 16));
+    kv_put(w, SW__PB_LOG_DATA, "event", 5, "error", 5);
+    sw__pbr_int64(w, SW__PB_LOG_TIME, ci->ms);
+    sw__pbr_close(w, SW__PB_SPAN_LOGS, mark);
 }
 
 /* Signal context. */
@@ -218,7 +193,7 @@ static void ref_put(sw__pbr_t *w, const view_t *v, const sw__ref_t *r)
         }
     }
     sw__pbr_int32(w, 1, r->type);
-    sw__pbr_close(w, SPAN_REFS, mark);
+    sw__pbr_close(w, SW__PB_SPAN_REFS, mark);
 }
 
 /* Signal context. One SpanObject; `open` spans end now, as errors, with the crash log. */
@@ -228,7 +203,7 @@ static void span_put(sw__pbr_t *w, const view_t *v, uint32_t id, bool open, cons
     uint8_t *mark = sw__pbr_mark(w);
     size_t n;
     const char *s;
-    sw__pbr_bool(w, SPAN_SKIP, sp->reserved != 0);
+    sw__pbr_bool(w, SW__PB_SPAN_SKIP, sp->reserved != 0);
     if (open) {
         crash_log_put(w, ci);
     }
@@ -236,30 +211,30 @@ static void span_put(sw__pbr_t *w, const view_t *v, uint32_t id, bool open, cons
     for (uint32_t i = v->attr_count; i-- > 0;) {
         const sw__attr_t *a = attr_at(v, i);
         if (a->kind == SW__ATTR_TAG && a->span_id == id) {
-            attr_kv_put(w, v, SPAN_TAGS, a);
+            attr_kv_put(w, v, SW__PB_SPAN_TAGS, a);
         }
     }
-    sw__pbr_bool(w, SPAN_ERROR, open || sp->is_error != 0);
-    sw__pbr_int32(w, SPAN_COMPONENT, sp->component_id);
-    sw__pbr_int32(w, SPAN_LAYER, sp->layer);
-    sw__pbr_int32(w, SPAN_TYPE, sp->type);
+    sw__pbr_bool(w, SW__PB_SPAN_ERROR, open || sp->is_error != 0);
+    sw__pbr_int32(w, SW__PB_SPAN_COMPONENT, sp->component_id);
+    sw__pbr_int32(w, SW__PB_SPAN_LAYER, sp->layer);
+    sw__pbr_int32(w, SW__PB_SPAN_TYPE, sp->type);
     s = safe_str(v, sp->peer, &n);
     if (n != 0) {
-        sw__pbr_string_n(w, SPAN_PEER, s, n);
+        sw__pbr_string_n(w, SW__PB_SPAN_PEER, s, n);
     }
     s = safe_str(v, sp->operation, &n);
-    sw__pbr_string_n(w, SPAN_OP, n != 0 ? s : "?", n != 0 ? n : 1);
+    sw__pbr_string_n(w, SW__PB_SPAN_OP, n != 0 ? s : "?", n != 0 ? n : 1);
     for (uint32_t r = v->ref_count; r-- > 0;) {
         if (v->seg->refs[r].span_id == id) {
             ref_put(w, v, &v->seg->refs[r]);
         }
     }
     int64_t end = open || sp->end_ms == SW__SPAN_OPEN ? ci->ms : sp->end_ms;
-    sw__pbr_int64(w, SPAN_END, end);
-    sw__pbr_int64(w, SPAN_START, sp->start_ms);
-    sw__pbr_int32(w, SPAN_PARENT, sp->parent_id);
-    sw__pbr_int32(w, SPAN_ID, (int32_t)id);
-    sw__pbr_close(w, SEG_SPANS, mark);
+    sw__pbr_int64(w, SW__PB_SPAN_END, end);
+    sw__pbr_int64(w, SW__PB_SPAN_START, sp->start_ms);
+    sw__pbr_int32(w, SW__PB_SPAN_PARENT, sp->parent_id);
+    sw__pbr_int32(w, SW__PB_SPAN_ID, (int32_t)id);
+    sw__pbr_close(w, SW__PB_SEGMENT_SPANS, mark);
 }
 
 /* Signal context. Writes decimal v at p; returns the end. */
@@ -333,12 +308,12 @@ static uint8_t *segment_put(uint8_t *start, uint8_t *end, const view_t *v, int32
         active = v->spans[active].parent_id;
     }
     sw__pbr_t w = {start, end, false};
-    sw__pbr_bool(&w, SEG_LIMITED, v->seg->size_limited);
+    sw__pbr_bool(&w, SW__PB_SEGMENT_SIZE_LIMITED, v->seg->size_limited);
     const sw__crash_header_t *h = (const sw__crash_header_t *)(const void *)sw__crash.map;
     if (h->instance_len != 0) {
-        sw__pbr_string_n(&w, SEG_INSTANCE, h->instance, h->instance_len);
+        sw__pbr_string_n(&w, SW__PB_SEGMENT_INSTANCE, h->instance, h->instance_len);
     }
-    sw__pbr_string_n(&w, SEG_SERVICE, h->service, h->service_len);
+    sw__pbr_string_n(&w, SW__PB_SEGMENT_SERVICE, h->service, h->service_len);
     for (uint32_t i = v->span_count; i-- > 0;) {
         span_put(&w, v, i, (open[i / 8] >> (i % 8)) & 1u, ci);
     }
@@ -349,10 +324,10 @@ static uint8_t *segment_put(uint8_t *start, uint8_t *end, const view_t *v, int32
         id_len = id_make(made, tid, ci->ms, n);
         id = made;
     }
-    sw__pbr_string_n(&w, SEG_ID, id, id_len);
+    sw__pbr_string_n(&w, SW__PB_SEGMENT_SEGMENT_ID, id, id_len);
     /* No trace id yet either (made lazily too): the segment's id serves as the trace's. */
     size_t trace_len = bounded_len(v->seg->trace_id, sizeof v->seg->trace_id - 1);
-    sw__pbr_string_n(&w, SEG_TRACE, trace_len != 0 ? v->seg->trace_id : id,
+    sw__pbr_string_n(&w, SW__PB_SEGMENT_TRACE_ID, trace_len != 0 ? v->seg->trace_id : id,
                      trace_len != 0 ? trace_len : id_len);
     return w.overflow ? NULL : w.p;
 }

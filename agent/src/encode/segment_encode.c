@@ -15,44 +15,9 @@
 
 #include "encode.h"
 #include "pb_reverse.h"
+#include "segment_fields.h"
 #include "skywalking.h"
 #include "../util/locality.h"
-
-enum {
-    SEGMENT_TRACE_ID = 1,
-    SEGMENT_SEGMENT_ID = 2,
-    SEGMENT_SPANS = 3,
-    SEGMENT_SERVICE = 4,
-    SEGMENT_INSTANCE = 5,
-    SEGMENT_SIZE_LIMITED = 6,
-};
-enum {
-    SPAN_ID = 1,
-    SPAN_PARENT = 2,
-    SPAN_START = 3,
-    SPAN_END = 4,
-    SPAN_REFS = 5,
-    SPAN_OP = 6,
-    SPAN_PEER = 7,
-    SPAN_TYPE = 8,
-    SPAN_LAYER = 9,
-    SPAN_COMPONENT = 10,
-    SPAN_ERROR = 11,
-    SPAN_TAGS = 12,
-    SPAN_LOGS = 13,
-    SPAN_SKIP = 14,
-};
-enum {
-    REF_TYPE = 1,
-    REF_TRACE_ID = 2,
-    REF_SEGMENT_ID = 3,
-    REF_SPAN_ID = 4,
-    REF_SERVICE = 5,
-    REF_INSTANCE = 6,
-    REF_ENDPOINT = 7,
-    REF_ADDRESS = 8,
-};
-enum { KV_KEY = 1, KV_VALUE = 2, LOG_TIME = 1, LOG_DATA = 2 };
 
 #define NONE UINT32_MAX
 
@@ -99,8 +64,8 @@ SW__HOT static void kv_write(sw__pbr_t *w, unsigned field, const sw__attr_t *a)
         return;
     }
     uint8_t *mark = sw__pbr_mark(w);
-    sw__pbr_string_u(w, KV_VALUE, a->value, value_len);
-    sw__pbr_string_u(w, KV_KEY, a->key, key_len);
+    sw__pbr_string_u(w, SW__PB_KV_VALUE, a->value, value_len);
+    sw__pbr_string_u(w, SW__PB_KV_KEY, a->key, key_len);
     sw__pbr_close_u(w, field, mark);
 }
 
@@ -116,25 +81,25 @@ static void log_write(sw__pbr_t *w, const sw__segment_t *seg, uint32_t at)
     for (uint32_t k = last; k > at; k--) {
         const sw__attr_t *kv = sw__segment_attr(seg, k);
         if (kv->kind == SW__ATTR_LOG_KV) {
-            kv_write(w, LOG_DATA, kv);
+            kv_write(w, SW__PB_LOG_DATA, kv);
         }
     }
-    sw__pbr_int64(w, LOG_TIME, log->time_ms);
-    sw__pbr_close(w, SPAN_LOGS, mark);
+    sw__pbr_int64(w, SW__PB_LOG_TIME, log->time_ms);
+    sw__pbr_close(w, SW__PB_SPAN_LOGS, mark);
 }
 
 static void ref_write(sw__pbr_t *w, const sw__ref_t *r)
 {
     uint8_t *mark = sw__pbr_mark(w);
-    sw__pbr_string(w, REF_ADDRESS, r->address);
-    sw__pbr_string(w, REF_ENDPOINT, r->parent_endpoint);
-    sw__pbr_string(w, REF_INSTANCE, r->parent_instance);
-    sw__pbr_string(w, REF_SERVICE, r->parent_service);
-    sw__pbr_int32(w, REF_SPAN_ID, r->parent_span_id);
-    sw__pbr_string(w, REF_SEGMENT_ID, r->parent_segment_id);
-    sw__pbr_string(w, REF_TRACE_ID, r->trace_id);
-    sw__pbr_int32(w, REF_TYPE, r->type);
-    sw__pbr_close(w, SPAN_REFS, mark);
+    sw__pbr_string(w, SW__PB_REF_ADDRESS, r->address);
+    sw__pbr_string(w, SW__PB_REF_ENDPOINT, r->parent_endpoint);
+    sw__pbr_string(w, SW__PB_REF_INSTANCE, r->parent_instance);
+    sw__pbr_string(w, SW__PB_REF_SERVICE, r->parent_service);
+    sw__pbr_int32(w, SW__PB_REF_SPAN_ID, r->parent_span_id);
+    sw__pbr_string(w, SW__PB_REF_SEGMENT_ID, r->parent_segment_id);
+    sw__pbr_string(w, SW__PB_REF_TRACE_ID, r->trace_id);
+    sw__pbr_int32(w, SW__PB_REF_TYPE, r->type);
+    sw__pbr_close(w, SW__PB_SPAN_REFS, mark);
 }
 
 /*
@@ -146,24 +111,24 @@ static void span_write(sw__pbr_t *w, const sw__segment_t *seg, const chains_t *c
 {
     const sw__span_t *sp = &seg->spans[id];
     uint8_t *mark = sw__pbr_mark(w);
-    sw__pbr_bool(w, SPAN_SKIP, sp->reserved != 0); /* reserved carries skipAnalysis */
+    sw__pbr_bool(w, SW__PB_SPAN_SKIP, sp->reserved != 0); /* reserved carries skipAnalysis */
     for (uint32_t i = ch->log_head[id]; i != NONE; i = ch->next[i]) {
         log_write(w, seg, i);
     }
     for (uint32_t i = ch->tag_head[id]; i != NONE; i = ch->next[i]) {
-        kv_write(w, SPAN_TAGS, sw__segment_attr(seg, i));
+        kv_write(w, SW__PB_SPAN_TAGS, sw__segment_attr(seg, i));
     }
     size_t peer_len = sw__pb_string_len(sp->peer, sp->peer_len);
     size_t op_len = sw__pb_string_len(sp->operation, sp->operation_len);
     if (!sw__pbr_room(w, peer_len + op_len + 6 * FIELD)) {
         return;
     }
-    sw__pbr_bool_u(w, SPAN_ERROR, sp->is_error != 0);
-    sw__pbr_int32_u(w, SPAN_COMPONENT, sp->component_id);
-    sw__pbr_int32_u(w, SPAN_LAYER, sp->layer);
-    sw__pbr_int32_u(w, SPAN_TYPE, sp->type);
-    sw__pbr_string_u(w, SPAN_PEER, sp->peer, peer_len);
-    sw__pbr_string_u(w, SPAN_OP, sp->operation, op_len);
+    sw__pbr_bool_u(w, SW__PB_SPAN_ERROR, sp->is_error != 0);
+    sw__pbr_int32_u(w, SW__PB_SPAN_COMPONENT, sp->component_id);
+    sw__pbr_int32_u(w, SW__PB_SPAN_LAYER, sp->layer);
+    sw__pbr_int32_u(w, SW__PB_SPAN_TYPE, sp->type);
+    sw__pbr_string_u(w, SW__PB_SPAN_PEER, sp->peer, peer_len);
+    sw__pbr_string_u(w, SW__PB_SPAN_OP, sp->operation, op_len);
     for (uint32_t r = seg->ref_count; r-- > 0;) {
         if (seg->refs[r].span_id == id) {
             ref_write(w, &seg->refs[r]);
@@ -172,23 +137,23 @@ static void span_write(sw__pbr_t *w, const sw__segment_t *seg, const chains_t *c
     if (!sw__pbr_room(w, 5 * FIELD)) {
         return;
     }
-    sw__pbr_int64_u(w, SPAN_END, sp->end_ms);
-    sw__pbr_int64_u(w, SPAN_START, sp->start_ms);
-    sw__pbr_int32_u(w, SPAN_PARENT, sp->parent_id);
-    sw__pbr_int32_u(w, SPAN_ID, (int32_t)id);
-    sw__pbr_close_u(w, SEGMENT_SPANS, mark);
+    sw__pbr_int64_u(w, SW__PB_SPAN_END, sp->end_ms);
+    sw__pbr_int64_u(w, SW__PB_SPAN_START, sp->start_ms);
+    sw__pbr_int32_u(w, SW__PB_SPAN_PARENT, sp->parent_id);
+    sw__pbr_int32_u(w, SW__PB_SPAN_ID, (int32_t)id);
+    sw__pbr_close_u(w, SW__PB_SEGMENT_SPANS, mark);
 }
 
 static void segment_write(sw__pbr_t *w, const sw__encoder_t *enc, const sw__segment_t *seg,
                           const chains_t *ch, size_t trace_id_len, size_t segment_id_len)
 {
-    sw__pbr_bool(w, SEGMENT_SIZE_LIMITED, seg->size_limited);
+    sw__pbr_bool(w, SW__PB_SEGMENT_SIZE_LIMITED, seg->size_limited);
     sw__pbr_raw(w, enc->process_fields, enc->process_fields_len); /* instance, service */
     for (uint32_t i = seg->span_count; i-- > 0;) {
         span_write(w, seg, ch, i);
     }
-    sw__pbr_string_n(w, SEGMENT_SEGMENT_ID, seg->segment_id, segment_id_len);
-    sw__pbr_string_n(w, SEGMENT_TRACE_ID, seg->trace_id, trace_id_len);
+    sw__pbr_string_n(w, SW__PB_SEGMENT_SEGMENT_ID, seg->segment_id, segment_id_len);
+    sw__pbr_string_n(w, SW__PB_SEGMENT_TRACE_ID, seg->trace_id, trace_id_len);
 }
 
 /*
@@ -229,8 +194,8 @@ int sw__encoder_set_process(sw__encoder_t *enc, const char *service, const char 
     if (buf == NULL) {
         return SW_ENOMEM;
     }
-    uint8_t *end = field_forward(buf, SEGMENT_SERVICE, service);
-    end = field_forward(end, SEGMENT_INSTANCE, instance);
+    uint8_t *end = field_forward(buf, SW__PB_SEGMENT_SERVICE, service);
+    end = field_forward(end, SW__PB_SEGMENT_INSTANCE, instance);
     free(enc->process_fields);
     enc->process_fields = buf;
     enc->process_fields_len = (size_t)(end - buf);

@@ -8,7 +8,8 @@
 #ifndef SW_ENCODE_SEGMENT_FIELDS_H
 #define SW_ENCODE_SEGMENT_FIELDS_H
 
-enum { /* SegmentObject */
+/* SegmentObject */
+enum {
     SW__PB_SEGMENT_TRACE_ID = 1,
     SW__PB_SEGMENT_SEGMENT_ID = 2,
     SW__PB_SEGMENT_SPANS = 3,
@@ -16,7 +17,8 @@ enum { /* SegmentObject */
     SW__PB_SEGMENT_INSTANCE = 5,
     SW__PB_SEGMENT_SIZE_LIMITED = 6,
 };
-enum { /* SpanObject */
+/* SpanObject */
+enum {
     SW__PB_SPAN_ID = 1,
     SW__PB_SPAN_PARENT = 2,
     SW__PB_SPAN_START = 3,
@@ -32,7 +34,8 @@ enum { /* SpanObject */
     SW__PB_SPAN_LOGS = 13,
     SW__PB_SPAN_SKIP = 14,
 };
-enum { /* SegmentReference */
+/* SegmentReference */
+enum {
     SW__PB_REF_TYPE = 1,
     SW__PB_REF_TRACE_ID = 2,
     SW__PB_REF_SEGMENT_ID = 3,
@@ -42,7 +45,8 @@ enum { /* SegmentReference */
     SW__PB_REF_ENDPOINT = 7,
     SW__PB_REF_ADDRESS = 8,
 };
-enum { /* KeyStringValuePair; Log */
+/* KeyStringValuePair; Log */
+enum {
     SW__PB_KV_KEY = 1,
     SW__PB_KV_VALUE = 2,
     SW__PB_LOG_TIME = 1,

@@ -20,6 +20,7 @@
 #include "crash/crash.h"
 #include "crash/crash_dir.h"
 #include "crash/crash_spool.h"
+#include "crash_spool_build.h"
 #include "test_agent_support.h"
 
 static char crash_dir[128];
@@ -86,19 +87,6 @@ static size_t segment_pack(uint8_t **out)
     return n;
 }
 
-static size_t put_module(uint8_t *p, uint64_t lo, uint64_t hi, uint64_t base, const char *path)
-{
-    uint32_t n = (uint32_t)strlen(path), zero = 0;
-    memcpy(p, &lo, 8);
-    memcpy(p + 8, &hi, 8);
-    memcpy(p + 16, &base, 8);
-    memcpy(p + 24, &n, 4);
-    memcpy(p + 28, &zero, 4);
-    memcpy(p + 32, path, n);
-    memset(p + 32 + n, 0, ((n + 7u) & ~7u) - n);
-    return 32 + ((n + 7u) & ~7u);
-}
-
 /* Writes a recorded spool of `service` into the crash directory; returns its path. */
 static char *spool_write(const char *service, const char *tag)
 {
@@ -128,7 +116,7 @@ static char *spool_write(const char *service, const char *tag)
     cr_assert_gt(n, 0);
     exe[n] = '\0';
     uintptr_t base = (uintptr_t)info.dli_fbase;
-    p += put_module(p, base, base + (64u << 20), base, exe);
+    p += crash_spool_put_module(p, base, base + (64u << 20), base, exe);
     h->module_count = 1;
     h->module_bytes = (uint32_t)(p - body);
     sw__crash_frame_t frames[SW__CRASH_FRAMES_MAX] = {
@@ -145,8 +133,7 @@ static char *spool_write(const char *service, const char *tag)
     free(seg);
     h->segment_count = 1;
     h->body_bytes = (uint32_t)(p - body);
-    uint64_t sum = sw__fnv1a(SW__FNV_START, buf, SW__CRASH_HEADER_BYTES);
-    h->checksum = sw__fnv1a(sum, body, h->body_bytes);
+    crash_spool_checksum(buf);
     mkdir(crash_dir, 0700);
     snprintf(path, sizeof path, "%s/%s.%s%s", crash_dir, sw__crash_service_key(service), tag,
              SW__CRASH_SUFFIX);

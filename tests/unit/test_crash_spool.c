@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "crash/crash_spool.h"
+#include "crash_spool_build.h"
 
 static const uint8_t segment_bytes[] = {0x0a, 0x03, 't', 'i', 'd', 0x12, 0x03, 's', 'i', 'd'};
 
@@ -18,26 +19,6 @@ typedef struct built {
     uint8_t *buf;
     size_t len;
 } built_t;
-
-static size_t put_module(uint8_t *p, uint64_t lo, uint64_t hi, uint64_t base, const char *path)
-{
-    uint32_t n = (uint32_t)strlen(path), zero = 0;
-    memcpy(p, &lo, 8);
-    memcpy(p + 8, &hi, 8);
-    memcpy(p + 16, &base, 8);
-    memcpy(p + 24, &n, 4);
-    memcpy(p + 28, &zero, 4);
-    memcpy(p + 32, path, n);
-    return 32 + ((n + 7u) & ~7u);
-}
-
-static void checksum(uint8_t *buf)
-{
-    sw__crash_header_t *h = (sw__crash_header_t *)(void *)buf;
-    h->checksum = 0;
-    uint64_t sum = sw__fnv1a(SW__FNV_START, buf, SW__CRASH_HEADER_BYTES);
-    h->checksum = sw__fnv1a(sum, buf + SW__CRASH_HEADER_BYTES, h->body_bytes);
-}
 
 /* A recorded SIGSEGV spool: 2 modules, 2 frames, 2 segments. */
 static built_t build(void)
@@ -58,8 +39,8 @@ static built_t build(void)
     memcpy(h->instance, "inst", 4);
     h->instance_len = 4;
     uint8_t *body = b.buf + SW__CRASH_HEADER_BYTES, *p = body;
-    p += put_module(p, 0x1000, 0x2000, 0x1000, "/usr/bin/app");
-    p += put_module(p, 0x7000, 0x9000, 0x7000, "/lib/libc.so.6");
+    p += crash_spool_put_module(p, 0x1000, 0x2000, 0x1000, "/usr/bin/app");
+    p += crash_spool_put_module(p, 0x7000, 0x9000, 0x7000, "/lib/libc.so.6");
     h->module_count = 2;
     h->module_bytes = (uint32_t)(p - body);
     sw__crash_frame_t frames[SW__CRASH_FRAMES_MAX] = {{0, 0, 0x123}, {1, 0, 0x456}};
@@ -75,7 +56,7 @@ static built_t build(void)
     }
     h->segment_count = 2;
     h->body_bytes = (uint32_t)(p - body);
-    checksum(b.buf);
+    crash_spool_checksum(b.buf);
     b.len = SW__CRASH_HEADER_BYTES + h->body_bytes;
     return b;
 }
@@ -165,7 +146,7 @@ Test(crash_spool, hostile_counts_with_a_valid_checksum)
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         built_t b = build();
         memcpy(b.buf + cases[c].at, &cases[c].value, 4);
-        checksum(b.buf);
+        crash_spool_checksum(b.buf);
         cr_assert_eq(sw__crash_spool_parse(b.buf, b.len, &view), SW__CRASH_CORRUPT, "case %zu", c);
         free(b.buf);
     }
@@ -176,7 +157,7 @@ Test(crash_spool, hostile_counts_with_a_valid_checksum)
         SW__CRASH_HEADER_BYTES + h->module_bytes + SW__CRASH_FRAMES_MAX * sizeof(sw__crash_frame_t);
     uint32_t big = 0x10000;
     memcpy(b.buf + seg_at, &big, 4);
-    checksum(b.buf);
+    crash_spool_checksum(b.buf);
     cr_assert_eq(sw__crash_spool_parse(b.buf, b.len, &view), SW__CRASH_CORRUPT);
     free(b.buf);
 }
